@@ -1,0 +1,35 @@
+// sdpa on the CPU: FlashAttention-2's tiled online softmax (Dao 2023, Algorithms 1 and 2) with
+// O(seqlen) extra memory per thread. The kernels live in their own translation units, built
+// for x86-64-v3 (AVX2, FMA, F16C); the plugin calls them only where the CPU has those.
+#pragma once
+
+#include <attnrt_kernels/gemm.hpp>
+#include <attnrt_kernels/problem.hpp>
+
+#include <cstddef>
+
+namespace attnrt::plugins::sdpa {
+
+// Tile shape for one descriptor. A forward tile stacks `group` heads of `block_q` queries, so
+// the K/V tile packed once serves every query head that shares it (GQA/MQA).
+struct Tiles {
+  int64_t block_q;   // queries per head in a forward tile
+  int64_t rows;      // rows of a forward tile: group * block_q
+  int64_t block_k;   // keys per tile, a multiple of kGemmTileN
+  int64_t bwd_q;     // queries per backward tile
+  int64_t hd_pad;    // head_dim rounded up to kGemmTileN
+  int64_t hv_pad;    // head_dim_v rounded up to kGemmTileN
+};
+
+Tiles tiles_for(const attnrt_attention_desc& desc);
+
+// Workspace in floats: per thread, and shared by all threads (backward's row terms).
+size_t forward_floats_per_thread(const attnrt_attention_desc& desc);
+size_t backward_floats_per_thread(const attnrt_attention_desc& desc);
+// Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded).
+size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q);
+
+void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads);
+void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads);
+
+}  // namespace attnrt::plugins::sdpa

@@ -1,0 +1,98 @@
+// The sdpa plugin's C++ class. Built for baseline x86-64: it checks the CPU before handing a
+// call to the AVX2 kernels, and refuses with a reason (so the runtime falls back) where they
+// cannot run.
+#include "sdpa_kernels.hpp"
+
+#include <attnrt/plugin.hpp>
+#include <attnrt/validate.hpp>
+#include <attnrt_kernels/threads.hpp>
+#include <attnrt_kernels/tile.hpp>
+
+#include <string>
+
+namespace attnrt::plugins::sdpa {
+namespace {
+
+std::string cpu_gap() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+    return "this CPU lacks AVX2/FMA/F16C (x86-64-v3), which sdpa's kernels are built for";
+  }
+#endif
+  return "";
+}
+
+int64_t packed_queries(const attnrt_attention_desc& d, const DLTensor* q) {
+  return d.is_varlen ? q->shape[0] : static_cast<int64_t>(d.batch) * d.seqlen_q;
+}
+
+class SdpaPlugin {
+ public:
+  static constexpr const char* kName = "sdpa";
+  static constexpr const char* kVersion = "1.0.0";
+  static constexpr const char* kDescription =
+      "tiled online softmax on the CPU (FlashAttention-2's algorithm), O(seqlen) memory, multithreaded";
+
+  static attnrt_capabilities capabilities() {
+    attnrt_capabilities c{};
+    c.struct_size = sizeof c;
+    c.devices = ATTNRT_DEVICE_BIT_CPU;
+    c.dtypes = ATTNRT_DTYPE_BIT_FP32 | ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16;
+    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
+                 ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_ALIBI |
+                 ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_PAGED_KV | ATTNRT_FEATURE_LSE |
+                 ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V;
+    c.min_head_dim = 1;
+    c.max_head_dim = static_cast<int32_t>(kernels::kMaxTileHeadDim);
+    return c;
+  }
+
+  explicit SdpaPlugin(const attnrt_host_info& /*host*/) : cpu_gap_(cpu_gap()) {}
+
+  std::string supports(const attnrt_attention_desc& d) const {
+    sdk::check_desc(d);
+    static const attnrt_capabilities caps = capabilities();
+    if (std::string gap = sdk::capability_gap(caps, d); !gap.empty()) return gap;
+    return cpu_gap_;
+  }
+
+  size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {
+    sdk::check_desc(d);
+    const size_t threads = static_cast<size_t>(kernels::resolve_threads(num_threads));
+    if (!backward) return sizeof(float) * threads * forward_floats_per_thread(d);
+    // Without the q tensor, size the shared part for the largest packed length the descriptor
+    // allows (batch * max_seqlen_q, also an upper bound for varlen).
+    const int64_t total_q = static_cast<int64_t>(d.batch) * d.seqlen_q;
+    return sizeof(float) * (threads * backward_floats_per_thread(d) + backward_floats_shared(d, total_q));
+  }
+
+  void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
+    sdk::check_forward(d, a);
+    sdk::require_supported(supports(d));
+    const int threads = kernels::resolve_threads(e.num_threads);
+    sdk::require_workspace(e, workspace_size(d, false, threads), threads);
+    sdpa::forward(kernels::make_forward_problem(d, a), static_cast<float*>(e.workspace), threads);
+  }
+
+  void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
+    sdk::check_backward(d, a);
+    sdk::require_supported(supports(d));
+    if (d.is_paged) {
+      throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "backward through a paged KV cache is not supported");
+    }
+    const int threads = kernels::resolve_threads(e.num_threads);
+    const size_t need = sizeof(float) * (static_cast<size_t>(threads) * backward_floats_per_thread(d) +
+                                         backward_floats_shared(d, packed_queries(d, a.q)));
+    sdk::require_workspace(e, need, threads);
+    sdpa::backward(kernels::make_backward_problem(d, a), static_cast<float*>(e.workspace), threads);
+  }
+
+ private:
+  std::string cpu_gap_;
+};
+
+}  // namespace
+}  // namespace attnrt::plugins::sdpa
+
+ATTNRT_DEFINE_PLUGIN(attnrt::plugins::sdpa::SdpaPlugin)

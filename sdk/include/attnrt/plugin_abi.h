@@ -1,0 +1,286 @@
+/*
+ * attnrt plugin ABI: the one stable contract between the attnrt runtime (the host) and an
+ * attention plugin (a shared library). Plain C99; depends only on <stddef.h>, <stdint.h> and
+ * DLPack's <dlpack/dlpack.h>.
+ *
+ * Versioning (see sdk/README.md, "Compatibility promise"):
+ *  - ATTNRT_ABI_VERSION_MAJOR changes only on a breaking change; the host refuses a plugin whose
+ *    major differs from its own, naming both versions.
+ *  - ATTNRT_ABI_VERSION_MINOR changes when fields are appended to a struct. Every struct begins
+ *    with `struct_size` (sizeof as the writer compiled it), so a reader checks
+ *    ATTNRT_HAS_FIELD(ptr, type, field) before touching a field newer than the peer.
+ *  - The first three fields of attnrt_plugin_api (struct_size, abi_major, abi_minor) are frozen
+ *    across every major, so any host can read any plugin's version.
+ *
+ * Layout convention (FlashAttention's; strides are in elements, not bytes, as in DLPack):
+ *  q     [batch, seqlen_q, heads_q,  head_dim]     (varlen: [total_q, heads_q, head_dim])
+ *  k     [batch, seqlen_k, heads_kv, head_dim]     (varlen: [total_k, heads_kv, head_dim];
+ *                                                   paged: [num_pages, page_size, heads_kv, head_dim])
+ *  v     [batch, seqlen_k, heads_kv, head_dim_v]   (same leading dims as k)
+ *  out   [batch, seqlen_q, heads_q,  head_dim_v]   (varlen: [total_q, heads_q, head_dim_v])
+ *  lse   [batch, heads_q, seqlen_q] float32        (varlen: [heads_q, total_q]), natural log
+ *  The last dimension of every tensor is contiguous (stride 1); other strides are free.
+ */
+#ifndef ATTNRT_PLUGIN_ABI_H_
+#define ATTNRT_PLUGIN_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNRT_ABI_VERSION_MAJOR 1
+#define ATTNRT_ABI_VERSION_MINOR 0
+
+/* The single symbol every plugin exports (all others hidden). Type: attnrt_plugin_entry_fn. */
+#define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_entry"
+
+#if defined(_WIN32)
+#define ATTNRT_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define ATTNRT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Size of a struct up to and including `field`: what a reader compares with struct_size. */
+#define ATTNRT_STRUCT_SIZE(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
+/* True when the peer that filled *ptr knew `field` (ptr must be non-null). */
+#define ATTNRT_HAS_FIELD(ptr, type, field) ((ptr)->struct_size >= ATTNRT_STRUCT_SIZE(type, field))
+
+/* ---------------------------------------------------------------- status and messages */
+
+/* Every function returns a status; non-OK statuses come with a NUL-terminated message written
+ * into the caller's buffer (attnrt_message), truncated to its capacity. */
+typedef enum attnrt_status {
+  ATTNRT_OK = 0,
+  ATTNRT_ERROR_INVALID_ARGUMENT = 1, /* a tensor or field is malformed: the message names it */
+  ATTNRT_ERROR_UNSUPPORTED = 2,      /* well-formed, but this plugin cannot honour it: the reason */
+  ATTNRT_ERROR_DEVICE = 3,           /* the device or its driver failed (CUDA error text) */
+  ATTNRT_ERROR_OUT_OF_MEMORY = 4,    /* workspace too small or device memory exhausted */
+  ATTNRT_ERROR_INTERNAL = 5          /* a bug in the plugin; the message says where */
+} attnrt_status;
+
+/* Caller-owned buffer for a message. The callee writes at most capacity bytes, NUL included. */
+typedef struct attnrt_message {
+  size_t struct_size;
+  char* data;      /* may be NULL when capacity is 0: the callee then writes nothing */
+  size_t capacity; /* bytes */
+} attnrt_message;
+
+/* ---------------------------------------------------------------- capabilities */
+
+typedef enum attnrt_device_bits {
+  ATTNRT_DEVICE_BIT_CPU = 1u << 0,
+  ATTNRT_DEVICE_BIT_CUDA = 1u << 1
+} attnrt_device_bits;
+
+typedef enum attnrt_dtype_bits {
+  ATTNRT_DTYPE_BIT_FP32 = 1u << 0,
+  ATTNRT_DTYPE_BIT_FP16 = 1u << 1,
+  ATTNRT_DTYPE_BIT_BF16 = 1u << 2
+} attnrt_dtype_bits;
+
+/* Features a plugin may advertise. Advertising is a promise checked by `attnrt check`; the
+ * per-call support query still has the last word for a given descriptor. */
+typedef enum attnrt_feature_bits {
+  ATTNRT_FEATURE_GQA = 1ull << 0,            /* heads_q a multiple of heads_kv (MQA: heads_kv 1) */
+  ATTNRT_FEATURE_CAUSAL = 1ull << 1,         /* bottom-right aligned causal mask */
+  ATTNRT_FEATURE_SLIDING_WINDOW = 1ull << 2, /* window_left / window_right */
+  ATTNRT_FEATURE_SOFTCAP = 1ull << 3,        /* softcap * tanh(score / softcap) */
+  ATTNRT_FEATURE_SINKS = 1ull << 4,          /* per-head sink logits in the denominator */
+  ATTNRT_FEATURE_ALIBI = 1ull << 5,          /* ALiBi slopes */
+  ATTNRT_FEATURE_VARLEN = 1ull << 6,         /* cu_seqlens_q / cu_seqlens_k */
+  ATTNRT_FEATURE_PAGED_KV = 1ull << 7,       /* block_table, page_size, seqused_k */
+  ATTNRT_FEATURE_DROPOUT = 1ull << 8,        /* dropout_p > 0 */
+  ATTNRT_FEATURE_LSE = 1ull << 9,            /* returns the log-sum-exp */
+  ATTNRT_FEATURE_BACKWARD = 1ull << 10,      /* implements backward */
+  ATTNRT_FEATURE_DETERMINISTIC = 1ull << 11, /* bit-identical repeats when deterministic != 0 */
+  ATTNRT_FEATURE_HEAD_DIM_V = 1ull << 12     /* head_dim_v != head_dim */
+} attnrt_feature_bits;
+
+/* A plugin's static declaration of what it can do; owned by the plugin, valid while loaded. */
+typedef struct attnrt_capabilities {
+  size_t struct_size;
+  uint32_t devices;          /* attnrt_device_bits */
+  uint32_t dtypes;           /* attnrt_dtype_bits */
+  uint64_t features;         /* attnrt_feature_bits */
+  int32_t min_head_dim;      /* smallest head_dim / head_dim_v accepted */
+  int32_t max_head_dim;      /* largest head_dim / head_dim_v accepted */
+  int32_t min_cuda_arch;     /* CUDA only: lowest compute capability, major*10+minor (80); 0: any */
+  int32_t max_cuda_arch;     /* CUDA only: highest compute capability; 0: no upper bound */
+} attnrt_capabilities;
+
+/* ---------------------------------------------------------------- the attention descriptor */
+
+typedef enum attnrt_dtype {
+  ATTNRT_DTYPE_FP32 = 0,
+  ATTNRT_DTYPE_FP16 = 1,
+  ATTNRT_DTYPE_BF16 = 2
+} attnrt_dtype;
+
+/*
+ * What one attention call computes, independent of where its tensors live. Carries every
+ * feature, including those a plugin rejects: a plugin that cannot honour a field must refuse
+ * the call (ATTNRT_ERROR_UNSUPPORTED plus a reason), never ignore the field.
+ *
+ * Scores (FlashAttention-2's convention, Dao 2023; gpt-oss for sinks):
+ *   s_ij = softmax_scale * q_i . k_j
+ *   if softcap > 0:        s_ij = softcap * tanh(s_ij / softcap)
+ *   if alibi:              s_ij -= slope_h * |i + seqlen_k - seqlen_q - j|
+ *   masked (s_ij = -inf):  j > i + seqlen_k - seqlen_q + window_right   (causal: window_right 0)
+ *                          j < i + seqlen_k - seqlen_q - window_left    (window_left >= 0)
+ *   p_ij = exp(s_ij) / (exp(sink_h) + sum_j exp(s_ij))   (sink term only with sinks)
+ *   out_i = sum_j p_ij v_j;   lse_i = log(exp(sink_h) + sum_j exp(s_ij))
+ * A query row with no visible key gives out_i = 0 and lse_i = -inf (or sink_h with sinks).
+ * With varlen, i, j, seqlen_q and seqlen_k are per sequence.
+ */
+typedef struct attnrt_attention_desc {
+  size_t struct_size;
+  attnrt_dtype dtype;        /* of q, k, v, out (and dout, dq, dk, dv) */
+  int32_t head_dim;          /* of q and k */
+  int32_t head_dim_v;        /* of v and out */
+  int32_t heads_q;
+  int32_t heads_kv;          /* heads_q % heads_kv == 0; 1 is MQA */
+  int32_t batch;             /* number of sequences (varlen: cu_seqlens length - 1) */
+  int32_t seqlen_q;          /* per sequence; varlen: max_seqlen_q */
+  int32_t seqlen_k;          /* per sequence; varlen: max_seqlen_k; paged: max over seqused_k */
+  float softmax_scale;       /* usually 1/sqrt(head_dim) */
+  int32_t causal;            /* nonzero: bottom-right aligned causal mask */
+  int32_t window_left;       /* keys visible to the left of the diagonal; -1: unlimited */
+  int32_t window_right;      /* keys visible to the right of the diagonal; -1: unlimited */
+  float softcap;             /* 0: off */
+  int32_t has_sinks;         /* sinks tensor [heads_q] float32 is given */
+  int32_t has_alibi;         /* alibi_slopes tensor [heads_q] or [batch, heads_q] float32 */
+  int32_t is_varlen;         /* cu_seqlens_q/k are given; q/k/v are packed */
+  int32_t is_paged;          /* k/v are pages; block_table and seqused_k are given */
+  int32_t page_size;         /* tokens per page when is_paged */
+  float dropout_p;           /* probability of dropping a p_ij; 0: off */
+  uint64_t dropout_seed;
+  uint64_t dropout_offset;
+  int32_t deterministic;     /* nonzero: repeats must be bit-identical (backward included) */
+  int32_t return_lse;        /* nonzero: forward writes lse */
+  DLDevice device;           /* where every tensor of the call lives */
+  int32_t cuda_arch;         /* CUDA: major*10+minor of `device`, filled by the host; else 0 */
+} attnrt_attention_desc;
+
+/* ---------------------------------------------------------------- calls */
+
+/* Host-provided execution context. Plugins allocate nothing behind the host's back: scratch
+ * memory comes from `workspace`, sized by the plugin's workspace_size answer. */
+typedef struct attnrt_exec {
+  size_t struct_size;
+  void* stream;            /* CUDA: cudaStream_t (NULL: default stream); CPU: unused */
+  void* workspace;         /* on desc.device, aligned to 256 bytes; may be NULL if size 0 */
+  size_t workspace_size;   /* bytes */
+  int32_t num_threads;     /* CPU: threads the call may use; 0: the plugin's default */
+} attnrt_exec;
+
+/* Tensors of a forward call. Optional tensors are NULL when their descriptor flag is off. */
+typedef struct attnrt_forward_args {
+  size_t struct_size;
+  const DLTensor* q;
+  const DLTensor* k;
+  const DLTensor* v;
+  DLTensor* out;
+  DLTensor* lse;                   /* written when desc.return_lse */
+  const DLTensor* sinks;           /* [heads_q] float32 */
+  const DLTensor* alibi_slopes;    /* [heads_q] or [batch, heads_q] float32 */
+  const DLTensor* cu_seqlens_q;    /* [batch + 1] int32, prefix sums of query lengths */
+  const DLTensor* cu_seqlens_k;    /* [batch + 1] int32 */
+  const DLTensor* seqused_k;       /* [batch] int32: keys used per sequence (paged, optional varlen) */
+  const DLTensor* block_table;     /* [batch, max_pages_per_seq] int32 page indices (paged) */
+} attnrt_forward_args;
+
+/* Tensors of a backward call (FlashAttention-2, Algorithm 2): recomputes p from q, k and lse. */
+typedef struct attnrt_backward_args {
+  size_t struct_size;
+  const DLTensor* dout;            /* like out */
+  const DLTensor* q;
+  const DLTensor* k;
+  const DLTensor* v;
+  const DLTensor* out;
+  const DLTensor* lse;             /* as written by forward */
+  DLTensor* dq;                    /* like q */
+  DLTensor* dk;                    /* like k (summed over the heads_q / heads_kv group) */
+  DLTensor* dv;                    /* like v */
+  DLTensor* dsinks;                /* [heads_q] float32, written when desc.has_sinks */
+  const DLTensor* sinks;
+  const DLTensor* alibi_slopes;
+  const DLTensor* cu_seqlens_q;
+  const DLTensor* cu_seqlens_k;
+  const DLTensor* seqused_k;
+  const DLTensor* block_table;
+} attnrt_backward_args;
+
+/* Host services offered to a plugin instance. */
+typedef enum attnrt_log_level {
+  ATTNRT_LOG_DEBUG = 0,
+  ATTNRT_LOG_INFO = 1,
+  ATTNRT_LOG_WARNING = 2,
+  ATTNRT_LOG_ERROR = 3
+} attnrt_log_level;
+
+typedef struct attnrt_host_info {
+  size_t struct_size;
+  uint32_t host_abi_major;
+  uint32_t host_abi_minor;
+  /* Optional logger; may be called from any thread. NULL: the plugin stays silent. */
+  void (*log)(void* user_data, attnrt_log_level level, const char* text);
+  void* log_user_data;
+} attnrt_host_info;
+
+/* An opaque plugin instance (handles, caches); created and destroyed through the API. */
+typedef struct attnrt_instance attnrt_instance;
+
+/*
+ * The function table a plugin returns. Owned by the plugin, static, valid while it is loaded.
+ * Threading: create/destroy must not overlap other calls on the same instance; supports,
+ * workspace_size, forward and backward may be called concurrently from several threads on one
+ * instance, as long as their output tensors and workspaces do not overlap.
+ */
+typedef struct attnrt_plugin_api {
+  size_t struct_size;              /* frozen across majors */
+  uint32_t abi_major;              /* frozen across majors: ATTNRT_ABI_VERSION_MAJOR built with */
+  uint32_t abi_minor;              /* frozen across majors */
+  const char* name;                /* registered name, e.g. "sdpa": [a-z0-9_]+ */
+  const char* version;             /* the plugin's own version, e.g. "1.2.0" */
+  const char* description;         /* one line, shown by `attnrt list` */
+  const attnrt_capabilities* capabilities;
+
+  attnrt_status (*create)(const attnrt_host_info* host, attnrt_instance** instance,
+                          attnrt_message* error);
+  void (*destroy)(attnrt_instance* instance);
+
+  /* ATTNRT_OK if this instance can compute `desc` exactly as described; otherwise
+   * ATTNRT_ERROR_UNSUPPORTED and a human-readable reason ("head_dim 320 > 256"). */
+  attnrt_status (*supports)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                            attnrt_message* reason);
+
+  /* Bytes of workspace forward (is_backward 0) or backward (1) needs for `desc` with
+   * `num_threads` threads (CPU; 0 for the default). */
+  attnrt_status (*workspace_size)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                                  int32_t is_backward, int32_t num_threads, size_t* bytes,
+                                  attnrt_message* error);
+
+  attnrt_status (*forward)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                           const attnrt_forward_args* args, const attnrt_exec* exec,
+                           attnrt_message* error);
+
+  /* NULL when the plugin has no backward (and does not advertise ATTNRT_FEATURE_BACKWARD). */
+  attnrt_status (*backward)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                            const attnrt_backward_args* args, const attnrt_exec* exec,
+                            attnrt_message* error);
+} attnrt_plugin_api;
+
+/* The entry point: returns the plugin's static function table (never NULL for a valid plugin).
+ * Takes the host's version so a plugin may log a mismatch; the host makes the decision. */
+typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_major,
+                                                            uint32_t host_abi_minor);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNRT_PLUGIN_ABI_H_ */

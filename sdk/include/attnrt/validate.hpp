@@ -1,0 +1,356 @@
+// Header-only argument checks shared by every plugin (and by the runtime before it calls one).
+// Each check throws attnrt::sdk::Error naming the field or tensor and the expectation, in the
+// style of FlashAttention's host API ("q: expected shape [2, 128, 8, 64], got [2, 128, 8, 32]").
+#ifndef ATTNRT_VALIDATE_HPP_
+#define ATTNRT_VALIDATE_HPP_
+
+#include <attnrt/plugin.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnrt::sdk {
+
+inline const char* dtype_name(attnrt_dtype dtype) {
+  switch (dtype) {
+    case ATTNRT_DTYPE_FP32: return "fp32";
+    case ATTNRT_DTYPE_FP16: return "fp16";
+    case ATTNRT_DTYPE_BF16: return "bf16";
+  }
+  return "unknown";
+}
+
+inline DLDataType dl_dtype(attnrt_dtype dtype) {
+  switch (dtype) {
+    case ATTNRT_DTYPE_FP16: return DLDataType{kDLFloat, 16, 1};
+    case ATTNRT_DTYPE_BF16: return DLDataType{kDLBfloat, 16, 1};
+    case ATTNRT_DTYPE_FP32: break;
+  }
+  return DLDataType{kDLFloat, 32, 1};
+}
+
+inline std::string dl_dtype_name(DLDataType t) {
+  const char* base = t.code == kDLFloat ? "float" : t.code == kDLBfloat ? "bfloat"
+                   : t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : "code?";
+  std::string s = base + std::to_string(t.bits);
+  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
+  return s;
+}
+
+inline std::string device_name(DLDevice d) {
+  switch (d.device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda:" + std::to_string(d.device_id);
+    default: return "device_type " + std::to_string(d.device_type) + ":" + std::to_string(d.device_id);
+  }
+}
+
+inline std::string shape_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+inline std::string shape_string(const DLTensor& t) {
+  return shape_string(std::vector<int64_t>(t.shape, t.shape + (t.ndim > 0 ? t.ndim : 0)));
+}
+
+[[noreturn]] inline void invalid(const std::string& what) {
+  throw Error(ATTNRT_ERROR_INVALID_ARGUMENT, what);
+}
+
+// Checks one tensor: present, on `device`, of `dtype` and `dims` (-1 = any extent), with a
+// contiguous last dimension and an element-aligned data pointer.
+inline void check_tensor(const char* name, const DLTensor* t, const std::vector<int64_t>& dims,
+                         DLDataType dtype, DLDevice device) {
+  const std::string n = name;
+  if (t == nullptr) invalid(n + ": required tensor is NULL");
+  if (t->ndim != static_cast<int32_t>(dims.size()) || t->shape == nullptr) {
+    invalid(n + ": expected " + std::to_string(dims.size()) + " dimensions " + shape_string(dims) +
+            ", got " + std::to_string(t->ndim) + (t->shape ? " " + shape_string(*t) : ""));
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (t->shape[i] < 0 || (dims[i] >= 0 && t->shape[i] != dims[i])) {
+      invalid(n + ": expected shape " + shape_string(dims) + ", got " + shape_string(*t));
+    }
+  }
+  if (t->dtype.code != dtype.code || t->dtype.bits != dtype.bits || t->dtype.lanes != dtype.lanes) {
+    invalid(n + ": expected dtype " + dl_dtype_name(dtype) + ", got " + dl_dtype_name(t->dtype));
+  }
+  if (t->device.device_type != device.device_type || t->device.device_id != device.device_id) {
+    invalid(n + ": expected on " + device_name(device) + ", got " + device_name(t->device));
+  }
+  int64_t numel = 1;
+  for (int i = 0; i < t->ndim; ++i) numel *= t->shape[i];
+  if (numel > 0 && t->data == nullptr) invalid(n + ": data pointer is NULL");
+  const size_t elem = (dtype.bits * dtype.lanes + 7) / 8;
+  const auto address = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (elem > 0 && address % elem != 0) {
+    invalid(n + ": data pointer + byte_offset is not aligned to its " + std::to_string(elem) +
+            "-byte element");
+  }
+  if (t->strides != nullptr && t->ndim > 0 && t->shape[t->ndim - 1] > 1 && t->strides[t->ndim - 1] != 1) {
+    invalid(n + ": last dimension must be contiguous (stride 1), got stride " +
+            std::to_string(t->strides[t->ndim - 1]));
+  }
+  if (t->strides != nullptr) {
+    for (int i = 0; i < t->ndim; ++i) {
+      if (t->strides[i] < 0) invalid(n + ": negative strides are not supported");
+    }
+  }
+}
+
+// Well-formedness of the descriptor itself (not whether a plugin supports it).
+inline void check_desc(const attnrt_attention_desc& d) {
+  if (d.struct_size < ATTNRT_STRUCT_SIZE(attnrt_attention_desc, cuda_arch)) {
+    invalid("desc: struct_size " + std::to_string(d.struct_size) + " is smaller than ABI 1.0's " +
+            std::to_string(ATTNRT_STRUCT_SIZE(attnrt_attention_desc, cuda_arch)));
+  }
+  if (d.dtype != ATTNRT_DTYPE_FP32 && d.dtype != ATTNRT_DTYPE_FP16 && d.dtype != ATTNRT_DTYPE_BF16) {
+    invalid("desc.dtype: unknown value " + std::to_string(static_cast<int>(d.dtype)));
+  }
+  auto positive = [](const char* field, int64_t value) {
+    if (value <= 0) invalid(std::string("desc.") + field + " must be > 0, got " + std::to_string(value));
+  };
+  positive("head_dim", d.head_dim);
+  positive("head_dim_v", d.head_dim_v);
+  positive("heads_q", d.heads_q);
+  positive("heads_kv", d.heads_kv);
+  positive("batch", d.batch);
+  positive("seqlen_q", d.seqlen_q);
+  positive("seqlen_k", d.seqlen_k);
+  if (d.heads_q % d.heads_kv != 0) {
+    invalid("desc: heads_q (" + std::to_string(d.heads_q) + ") must be a multiple of heads_kv (" +
+            std::to_string(d.heads_kv) + ")");
+  }
+  if (!std::isfinite(d.softmax_scale)) invalid("desc.softmax_scale must be finite");
+  if (d.window_left < -1 || d.window_right < -1) {
+    invalid("desc: window_left/window_right must be >= -1 (-1: unlimited), got (" +
+            std::to_string(d.window_left) + ", " + std::to_string(d.window_right) + ")");
+  }
+  if (!(d.softcap >= 0.0f) || !std::isfinite(d.softcap)) {
+    invalid("desc.softcap must be finite and >= 0, got " + std::to_string(d.softcap));
+  }
+  if (!(d.dropout_p >= 0.0f && d.dropout_p < 1.0f)) {
+    invalid("desc.dropout_p must be in [0, 1), got " + std::to_string(d.dropout_p));
+  }
+  if (d.is_paged && d.page_size <= 0) {
+    invalid("desc.page_size must be > 0 with paged KV, got " + std::to_string(d.page_size));
+  }
+  if (d.is_paged && d.is_varlen) invalid("desc: is_paged and is_varlen cannot both be set");
+}
+
+// The window the call really uses: causal is window_right = 0 (FlashAttention-2's convention).
+inline int32_t effective_window_right(const attnrt_attention_desc& d) {
+  return d.causal ? 0 : d.window_right;
+}
+
+// Why `caps` cannot honour `d` ("" when it can). Plugins call this first in supports().
+inline std::string capability_gap(const attnrt_capabilities& caps, const attnrt_attention_desc& d) {
+  uint32_t device_bit = 0;
+  if (d.device.device_type == kDLCPU) device_bit = ATTNRT_DEVICE_BIT_CPU;
+  if (d.device.device_type == kDLCUDA) device_bit = ATTNRT_DEVICE_BIT_CUDA;
+  if ((caps.devices & device_bit) == 0) return "device " + device_name(d.device) + " is not supported";
+  if (d.device.device_type == kDLCUDA) {
+    if (caps.min_cuda_arch > 0 && d.cuda_arch < caps.min_cuda_arch) {
+      return "compute capability sm_" + std::to_string(d.cuda_arch) + " < required sm_" +
+             std::to_string(caps.min_cuda_arch);
+    }
+    if (caps.max_cuda_arch > 0 && d.cuda_arch > caps.max_cuda_arch) {
+      return "compute capability sm_" + std::to_string(d.cuda_arch) + " > supported sm_" +
+             std::to_string(caps.max_cuda_arch);
+    }
+  }
+  const uint32_t dtype_bit = 1u << static_cast<uint32_t>(d.dtype);
+  if ((caps.dtypes & dtype_bit) == 0) return std::string("dtype ") + dtype_name(d.dtype) + " is not supported";
+  for (int32_t hd : {d.head_dim, d.head_dim_v}) {
+    if (caps.max_head_dim > 0 && hd > caps.max_head_dim) {
+      return "head_dim " + std::to_string(hd) + " > " + std::to_string(caps.max_head_dim);
+    }
+    if (hd < caps.min_head_dim) {
+      return "head_dim " + std::to_string(hd) + " < " + std::to_string(caps.min_head_dim);
+    }
+  }
+  struct Need { bool requested; uint64_t bit; const char* what; };
+  const Need needs[] = {
+      {d.heads_q != d.heads_kv, ATTNRT_FEATURE_GQA, "GQA/MQA (heads_q != heads_kv)"},
+      {d.causal != 0, ATTNRT_FEATURE_CAUSAL, "causal masking"},
+      {d.window_left >= 0 || (d.window_right >= 0 && !d.causal), ATTNRT_FEATURE_SLIDING_WINDOW, "sliding window"},
+      {d.softcap > 0.0f, ATTNRT_FEATURE_SOFTCAP, "softcap"},
+      {d.has_sinks != 0, ATTNRT_FEATURE_SINKS, "attention sinks"},
+      {d.has_alibi != 0, ATTNRT_FEATURE_ALIBI, "ALiBi"},
+      {d.is_varlen != 0, ATTNRT_FEATURE_VARLEN, "varlen (cu_seqlens)"},
+      {d.is_paged != 0, ATTNRT_FEATURE_PAGED_KV, "paged KV cache"},
+      {d.dropout_p > 0.0f, ATTNRT_FEATURE_DROPOUT, "dropout"},
+      {d.return_lse != 0, ATTNRT_FEATURE_LSE, "returning LSE"},
+      {d.deterministic != 0, ATTNRT_FEATURE_DETERMINISTIC, "deterministic mode"},
+      {d.head_dim_v != d.head_dim, ATTNRT_FEATURE_HEAD_DIM_V, "head_dim_v != head_dim"},
+  };
+  for (const Need& n : needs) {
+    if (n.requested && (caps.features & n.bit) == 0) return std::string(n.what) + " is not supported";
+  }
+  return "";
+}
+
+namespace detail {
+inline DLDataType i32() { return DLDataType{kDLInt, 32, 1}; }
+inline DLDataType f32() { return DLDataType{kDLFloat, 32, 1}; }
+
+// Host-readable int32 vector (CPU only), used to check cu_seqlens and friends.
+inline const int32_t* host_i32(const DLTensor* t) {
+  return reinterpret_cast<const int32_t*>(static_cast<const char*>(t->data) + t->byte_offset);
+}
+
+inline void check_cu_seqlens(const char* name, const DLTensor* cu, int32_t batch, int64_t total,
+                             int32_t max_seqlen, DLDevice device) {
+  check_tensor(name, cu, {batch + 1}, i32(), device);
+  if (device.device_type != kDLCPU) return;  // contents live on the device; trusted
+  const int32_t* c = host_i32(cu);
+  const int64_t stride = cu->strides ? cu->strides[0] : 1;
+  if (c[0] != 0) invalid(std::string(name) + "[0] must be 0, got " + std::to_string(c[0]));
+  for (int32_t b = 0; b < batch; ++b) {
+    const int64_t len = static_cast<int64_t>(c[(b + 1) * stride]) - c[b * stride];
+    if (len < 0) invalid(std::string(name) + " must be non-decreasing (at index " + std::to_string(b + 1) + ")");
+    if (len > max_seqlen) {
+      invalid(std::string(name) + ": sequence " + std::to_string(b) + " has length " +
+              std::to_string(len) + " > max_seqlen " + std::to_string(max_seqlen));
+    }
+  }
+  if (c[batch * stride] != total) {
+    invalid(std::string(name) + "[batch] must equal the packed length " + std::to_string(total) +
+            ", got " + std::to_string(c[batch * stride]));
+  }
+}
+
+struct QkvShapes {
+  std::vector<int64_t> q, k, v, out, lse;
+};
+
+inline QkvShapes expected_shapes(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k) {
+  QkvShapes s;
+  const int64_t total_q = (d.is_varlen && q && q->ndim == 3 && q->shape) ? q->shape[0] : -1;
+  const int64_t total_k = (d.is_varlen && k && k->ndim == 3 && k->shape) ? k->shape[0] : -1;
+  if (d.is_varlen) {
+    s.q = {total_q, d.heads_q, d.head_dim};
+    s.k = {total_k, d.heads_kv, d.head_dim};
+    s.v = {total_k, d.heads_kv, d.head_dim_v};
+    s.out = {total_q, d.heads_q, d.head_dim_v};
+    s.lse = {d.heads_q, total_q};
+  } else if (d.is_paged) {
+    const int64_t pages = (k && k->ndim == 4 && k->shape) ? k->shape[0] : -1;
+    s.q = {d.batch, d.seqlen_q, d.heads_q, d.head_dim};
+    s.k = {pages, d.page_size, d.heads_kv, d.head_dim};
+    s.v = {pages, d.page_size, d.heads_kv, d.head_dim_v};
+    s.out = {d.batch, d.seqlen_q, d.heads_q, d.head_dim_v};
+    s.lse = {d.batch, d.heads_q, d.seqlen_q};
+  } else {
+    s.q = {d.batch, d.seqlen_q, d.heads_q, d.head_dim};
+    s.k = {d.batch, d.seqlen_k, d.heads_kv, d.head_dim};
+    s.v = {d.batch, d.seqlen_k, d.heads_kv, d.head_dim_v};
+    s.out = {d.batch, d.seqlen_q, d.heads_q, d.head_dim_v};
+    s.lse = {d.batch, d.heads_q, d.seqlen_q};
+  }
+  return s;
+}
+
+template <class Args>
+void check_optional_inputs(const attnrt_attention_desc& d, const Args& a, const QkvShapes& s) {
+  const DLDevice dev = d.device;
+  if (d.has_sinks) check_tensor("sinks", a.sinks, {d.heads_q}, f32(), dev);
+  if (d.has_alibi) {
+    if (a.alibi_slopes != nullptr && a.alibi_slopes->ndim == 2) {
+      check_tensor("alibi_slopes", a.alibi_slopes, {d.batch, d.heads_q}, f32(), dev);
+    } else {
+      check_tensor("alibi_slopes", a.alibi_slopes, {d.heads_q}, f32(), dev);
+    }
+  }
+  if (d.is_varlen) {
+    check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, d.batch, s.q[0], d.seqlen_q, dev);
+    check_cu_seqlens("cu_seqlens_k", a.cu_seqlens_k, d.batch, s.k[0], d.seqlen_k, dev);
+    if (a.seqused_k != nullptr) check_tensor("seqused_k", a.seqused_k, {d.batch}, i32(), dev);
+  }
+  if (d.is_paged) {
+    check_tensor("block_table", a.block_table, {d.batch, -1}, i32(), dev);
+    check_tensor("seqused_k", a.seqused_k, {d.batch}, i32(), dev);
+    if (dev.device_type == kDLCPU) {
+      const int64_t pages = s.k[0];
+      const int64_t max_pages = a.block_table->shape[1];
+      const int32_t* used = host_i32(a.seqused_k);
+      const int32_t* table = host_i32(a.block_table);
+      const int64_t ts = a.block_table->strides ? a.block_table->strides[0] : max_pages;
+      for (int32_t b = 0; b < d.batch; ++b) {
+        if (used[b] < 0 || used[b] > d.seqlen_k || used[b] > max_pages * d.page_size) {
+          invalid("seqused_k[" + std::to_string(b) + "] = " + std::to_string(used[b]) +
+                  " is outside [0, min(seqlen_k, pages * page_size)]");
+        }
+        const int64_t need = (used[b] + d.page_size - 1) / d.page_size;
+        for (int64_t p = 0; p < need; ++p) {
+          const int32_t page = table[b * ts + p];
+          if (page < 0 || page >= pages) {
+            invalid("block_table[" + std::to_string(b) + ", " + std::to_string(p) + "] = " +
+                    std::to_string(page) + " is outside [0, " + std::to_string(pages) + ")");
+          }
+        }
+      }
+    }
+  }
+}
+}  // namespace detail
+
+// Validates a forward call completely; throws Error(ATTNRT_ERROR_INVALID_ARGUMENT) on the first
+// problem, naming it.
+inline void check_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
+  check_desc(d);
+  if (a.struct_size < ATTNRT_STRUCT_SIZE(attnrt_forward_args, block_table)) {
+    invalid("forward args: struct_size " + std::to_string(a.struct_size) + " is too small");
+  }
+  const DLDataType dt = dl_dtype(d.dtype);
+  const auto s = detail::expected_shapes(d, a.q, a.k);
+  check_tensor("q", a.q, s.q, dt, d.device);
+  check_tensor("k", a.k, s.k, dt, d.device);
+  check_tensor("v", a.v, s.v, dt, d.device);
+  check_tensor("out", a.out, s.out, dt, d.device);
+  if (d.return_lse) check_tensor("lse", a.lse, s.lse, detail::f32(), d.device);
+  detail::check_optional_inputs(d, a, s);
+}
+
+inline void check_backward(const attnrt_attention_desc& d, const attnrt_backward_args& a) {
+  check_desc(d);
+  if (a.struct_size < ATTNRT_STRUCT_SIZE(attnrt_backward_args, block_table)) {
+    invalid("backward args: struct_size " + std::to_string(a.struct_size) + " is too small");
+  }
+  const DLDataType dt = dl_dtype(d.dtype);
+  const auto s = detail::expected_shapes(d, a.q, a.k);
+  check_tensor("q", a.q, s.q, dt, d.device);
+  check_tensor("k", a.k, s.k, dt, d.device);
+  check_tensor("v", a.v, s.v, dt, d.device);
+  check_tensor("out", a.out, s.out, dt, d.device);
+  check_tensor("dout", a.dout, s.out, dt, d.device);
+  check_tensor("lse", a.lse, s.lse, detail::f32(), d.device);
+  check_tensor("dq", a.dq, s.q, dt, d.device);
+  check_tensor("dk", a.dk, s.k, dt, d.device);
+  check_tensor("dv", a.dv, s.v, dt, d.device);
+  if (d.has_sinks) check_tensor("dsinks", a.dsinks, {d.heads_q}, detail::f32(), d.device);
+  detail::check_optional_inputs(d, a, s);
+}
+
+// Throws Error(ATTNRT_ERROR_UNSUPPORTED, reason) unless reason is empty: what forward and
+// backward call with the support query's answer, so a call never computes something else.
+inline void require_supported(const std::string& reason) {
+  if (!reason.empty()) throw Error(ATTNRT_ERROR_UNSUPPORTED, reason);
+}
+
+// Throws Error(ATTNRT_ERROR_OUT_OF_MEMORY) when the host's workspace is smaller than `need`.
+inline void require_workspace(const attnrt_exec& exec, size_t need, int num_threads) {
+  if (exec.workspace_size < need || (need > 0 && exec.workspace == nullptr)) {
+    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
+                "workspace of " + std::to_string(exec.workspace_size) + " bytes is too small: " +
+                    std::to_string(need) + " needed for " + std::to_string(num_threads) + " threads");
+  }
+}
+
+}  // namespace attnrt::sdk
+
+#endif  // ATTNRT_VALIDATE_HPP_
