@@ -1,0 +1,61 @@
+// attnrt resolve [CONFIG] [OVERRIDES...] [--json]: which backend each attention site gets for
+// the config's workload on this machine, and every reason a candidate was passed over.
+#include "commands.hpp"
+#include "options.hpp"
+#include "table.hpp"
+
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/workload.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace attnrt::cli {
+
+nlohmann::json resolution_json(const Resolution& r) {
+  nlohmann::json attempts = nlohmann::json::array();
+  for (const Attempt& a : r.attempts) attempts.push_back({{"candidate", a.candidate}, {"rejected_because", a.reason}});
+  return {{"site", r.site},         {"requested", r.requested}, {"normalized", r.normalized},
+          {"device", r.device},     {"chosen", r.chosen},       {"fell_back", r.fell_back},
+          {"attempts", attempts},   {"notes", r.notes},         {"error", r.error}};
+}
+
+std::string rejected_summary(const Resolution& r) {
+  std::string s;
+  for (const Attempt& a : r.attempts) {
+    if (!a.reason.empty()) s += (s.empty() ? "" : "; ") + a.candidate + ": " + a.reason;
+  }
+  return s.empty() ? "-" : s;
+}
+
+int resolve_command(const CommonArgs& args) {
+  Runtime rt(runtime_options(args));
+  const WorkloadSpec spec = read_workload(rt.config(), Runtime::data_dir(), nullptr);
+  Workload workload = make_workload(spec);
+  if (rt.sites().sites.empty()) throw Error("the configuration has no attention site (no attn_implementation or override_config)");
+
+  nlohmann::json j = nlohmann::json::array();
+  Table table({"SITE", "REQUESTED", "FROM", "DEVICE", "CHOSEN", "REJECTED (REASON)"});
+  int failures = 0;
+  for (const Site& site : rt.sites().sites) {
+    const Resolution r = rt.resolver().resolve(site.name, site.value, workload.desc);
+    const std::string from = site.implicit ? "default_implementation" : site.origin.describe();
+    table.add({site.name, site.value, from, r.device, r.ok() ? r.chosen : "(none)", rejected_summary(r)});
+    nlohmann::json e = resolution_json(r);
+    e["from"] = from;
+    j.push_back(e);
+    if (!r.ok()) ++failures;
+  }
+  if (args.json) {
+    std::puts(j.dump(2).c_str());
+  } else {
+    table.print();
+  }
+  for (const auto& e : j) {
+    if (!e["error"].get<std::string>().empty()) fmt::print(stderr, "error: {}\n", e["error"].get<std::string>());
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace attnrt::cli

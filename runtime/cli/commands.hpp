@@ -1,0 +1,22 @@
+// The attnrt command-line tool's subcommands. Each returns the process exit code; errors that
+// stop a command are thrown as attnrt::Error and printed once by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnrt::cli {
+
+struct CommonArgs {
+  std::vector<std::string> positional;  // CONFIG files (*.yaml / *.yml) and overrides, in order
+  bool json = false;
+  int threads = 0;
+  int iterations = 0;  // 0: the workload's own
+  bool matrix = false;
+};
+
+int list_command(const CommonArgs& args);
+int resolve_command(const CommonArgs& args);
+int run_command(const CommonArgs& args);
+
+}  // namespace attnrt::cli

@@ -1,0 +1,87 @@
+// attnrt: resolve and run attention backends from YAML configuration.
+#include "commands.hpp"
+
+#include <attnrt/runtime/error.hpp>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace {
+
+// "WARNING: ..." / "INFO: ...", the seeds' log style, on stderr.
+class UpperLevelFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const char* name = msg.level == spdlog::level::warn ? "WARNING"
+                       : msg.level == spdlog::level::err ? "ERROR"
+                       : msg.level == spdlog::level::info ? "INFO"
+                       : msg.level == spdlog::level::debug ? "DEBUG"
+                                                           : "TRACE";
+    dest.append(name, name + std::char_traits<char>::length(name));
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<UpperLevelFlag>(); }
+};
+
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("attnrt");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<UpperLevelFlag>('*').set_pattern("%^%*%$: %v");
+  logger->set_formatter(std::move(formatter));
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attnrt: a plugin-based attention runtime. Resolves attn_implementation values from YAML "
+               "configuration (with Hydra-style overrides) to attention plugins and runs them."};
+  app.require_subcommand(1);
+  bool verbose = false;
+  std::string log_level = "info";
+  app.add_flag("-v,--verbose", verbose, "Debug logging and full error detail");
+  app.add_option("--log-level", log_level, "debug | info | warning | error | off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "off"}));
+
+  attnrt::cli::CommonArgs args;
+  auto* list = app.add_subcommand("list", "List the plugins found, what they support, and whether each is usable here");
+  list->add_flag("--matrix", args.matrix, "Also print the implementation x device matrix");
+  list->add_flag("--json", args.json, "Print JSON");
+  list->add_option("args", args.positional, "Optional CONFIG (for plugin_dirs and fallback chains) and overrides");
+
+  auto* resolve = app.add_subcommand("resolve", "Show the backend each attention site resolves to, with every fallback reason");
+  resolve->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...]  e.g. +critic.model.override_config.attn_implementation=eager");
+  resolve->add_flag("--json", args.json, "Print JSON");
+
+  auto* run = app.add_subcommand("run", "Run every attention site's backend on the configured workload, check and time it");
+  run->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...]; no CONFIG: the embedded default");
+  run->add_flag("--json", args.json, "Print JSON");
+  run->add_option("--threads", args.threads, "CPU threads per call (0: attnrt.num_threads)")->check(CLI::NonNegativeNumber);
+  run->add_option("--iterations", args.iterations, "Timed repeats (0: the workload's)")->check(CLI::NonNegativeNumber);
+
+  CLI11_PARSE(app, argc, argv);
+  std::string level = verbose ? "debug" : log_level;
+  if (level == "warning") level = "warn";
+  setup_logging(level);
+
+  try {
+    if (list->parsed()) return attnrt::cli::list_command(args);
+    if (resolve->parsed()) return attnrt::cli::resolve_command(args);
+    return attnrt::cli::run_command(args);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (!verbose) {
+      // One clear line; -v keeps the multi-line detail (for example every fallback reason).
+      const auto nl = message.find('\n');
+      if (nl != std::string::npos) message = message.substr(0, nl) + " (run with -v for details)";
+    }
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    return 1;
+  }
+}

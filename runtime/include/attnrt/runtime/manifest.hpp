@@ -1,0 +1,28 @@
+// A plugin directory's manifest: `plugin.yaml`, or an HF-style `config.json` (the form the
+// seeds' sink wrapper shipped). Read before the library is loaded, so a plugin can be listed,
+// aliased and matched to a device without running any of its code.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+
+struct Manifest {
+  std::string name;                  // registered name; must match the library's own
+  std::string version;               // optional
+  std::filesystem::path library;     // absolute path of the shared library
+  std::string description;           // optional
+  std::vector<std::string> aliases;  // extra names that resolve to this plugin
+  std::vector<std::string> devices;  // informational: cpu, cuda
+  std::filesystem::path source;      // the manifest file itself
+};
+
+// Reads dir/plugin.yaml, else dir/config.json; nullopt when neither exists. When the manifest
+// names no library, the directory's only lib*.so is used. Throws attnrt::Error with file:line
+// (YAML) or the JSON parser's position for malformed manifests.
+std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
+
+}  // namespace attnrt

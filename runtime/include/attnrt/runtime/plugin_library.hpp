@@ -1,0 +1,47 @@
+// One loaded plugin library: opened with Boost.DLL, its entry symbol called, its ABI version
+// and function table checked. Every way a file can fail to be a usable plugin becomes an
+// attnrt::Error naming the path and the problem.
+#pragma once
+
+#include <attnrt/plugin_abi.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace boost::dll {
+class shared_library;
+}
+
+namespace attnrt {
+
+class PluginLibrary {
+ public:
+  // Loads `path` and validates it:
+  //  - the file exists and is a loadable shared library (else: the loader's message);
+  //  - it exports ATTNRT_PLUGIN_ENTRY_SYMBOL (else: "not an attnrt plugin");
+  //  - its ABI major equals ATTNRT_ABI_VERSION_MAJOR (else: both versions named);
+  //  - its function table and capabilities are complete for ABI 1.0.
+  static std::shared_ptr<PluginLibrary> open(const std::filesystem::path& path);
+  ~PluginLibrary();
+
+  const attnrt_plugin_api& api() const { return *api_; }
+  const attnrt_capabilities& capabilities() const { return *api_->capabilities; }
+  const std::filesystem::path& path() const { return path_; }
+  std::string name() const { return api_->name; }
+  std::string version() const { return api_->version ? api_->version : ""; }
+  std::string abi_version() const;
+
+ private:
+  PluginLibrary() = default;
+  std::unique_ptr<boost::dll::shared_library> lib_;
+  const attnrt_plugin_api* api_ = nullptr;
+  std::filesystem::path path_;
+};
+
+// "fp32, fp16, bf16" / "gqa, causal, ..." / "cpu, cuda sm80+": capability words for listings.
+std::string describe_dtypes(uint32_t dtype_bits);
+std::string describe_features(uint64_t feature_bits);
+std::string describe_devices(const attnrt_capabilities& caps);
+
+}  // namespace attnrt

@@ -1,0 +1,37 @@
+// fp64 reference attention, written from the definition in plugin_abi.h's comment and
+// independently of every plugin (no shared kernel code): the yardstick for numerics in the CLI
+// and the tests. Works on CPU tensors in any of the ABI's layouts (padded, varlen, paged).
+#pragma once
+
+#include <attnrt/plugin_abi.h>
+
+#include <vector>
+
+namespace attnrt {
+
+struct ReferenceForward {
+  std::vector<double> out;  // row-major, shaped like args.out
+  std::vector<double> lse;  // row-major, shaped like the ABI's lse ([batch, heads_q, seqlen_q] or
+                            // [heads_q, total_q]); -inf for rows that see no key and no sink
+};
+
+struct ReferenceBackward {
+  std::vector<double> dq, dk, dv;  // shaped like q, k, v
+  std::vector<double> dsinks;      // [heads_q], empty without sinks
+};
+
+// Forward in fp64 from the call's (low-precision) inputs. args.out and args.lse are not read;
+// their shapes define the result's layout. Dropout is refused (throws attnrt::Error).
+ReferenceForward reference_forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args);
+
+// Gradients of sum(out * dout) in fp64, from q, k, v and dout alone (p recomputed, not taken
+// from any plugin's LSE).
+ReferenceBackward reference_backward(const attnrt_attention_desc& desc, const attnrt_forward_args& args,
+                                     const DLTensor& dout);
+
+// Largest |t - ref| over all elements (t read through its strides); NaN anywhere in t gives NaN.
+double max_abs_error(const DLTensor& t, const std::vector<double>& ref);
+double max_abs_error(const std::vector<double>& a, const std::vector<double>& b);
+double max_abs(const std::vector<double>& v);
+
+}  // namespace attnrt

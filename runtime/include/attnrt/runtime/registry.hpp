@@ -1,0 +1,69 @@
+// Discovery and naming of plugins. Search directories come, in order of precedence, from the
+// config's `attnrt.plugin_dirs`, ATTNRT_PLUGIN_PATH (colon-separated), and the `attnrt/plugins`
+// folder next to libattnrt itself. In each directory a plugin is either a sub-directory with a
+// manifest (plugin.yaml or config.json) or a loose lib*.so (named by its own entry point).
+// Libraries are loaded lazily, once, and shared.
+#pragma once
+
+#include <attnrt/runtime/manifest.hpp>
+#include <attnrt/runtime/plugin_library.hpp>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+
+struct PluginRecord {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::filesystem::path library;
+  std::optional<Manifest> manifest;
+  std::string found_in;  // the search directory (or "path" for explicit paths)
+};
+
+class Registry {
+ public:
+  // Directories are scanned in the order given; the first plugin of a name wins.
+  explicit Registry(std::vector<std::filesystem::path> search_dirs);
+
+  // The folder next to the loaded libattnrt: <libdir>/attnrt/plugins.
+  static std::filesystem::path builtin_plugin_dir();
+  // Default search path: ATTNRT_PLUGIN_PATH entries then builtin_plugin_dir().
+  static std::vector<std::filesystem::path> default_search_dirs();
+
+  const std::vector<std::filesystem::path>& search_dirs() const { return search_dirs_; }
+  const std::vector<PluginRecord>& plugins() const { return plugins_; }
+  // Problems met while scanning (unreadable manifests, loose files that are not plugins).
+  const std::vector<std::string>& scan_problems() const { return scan_problems_; }
+
+  // By registered name or alias; nullptr when unknown.
+  const PluginRecord* find(const std::string& name) const;
+
+  // Loads (once) the library of a record. Throws attnrt::Error, including when the library's
+  // own name differs from its manifest's.
+  std::shared_ptr<PluginLibrary> load(const PluginRecord& record);
+
+  // A plugin given by path: a .so file, or a directory with a manifest or a single lib*.so.
+  PluginRecord record_for_path(const std::filesystem::path& path) const;
+
+  // Hub-style `org/name[@version]`: the directory <search dir>/org/name (or org/name@version).
+  // Never downloads. nullopt when absent.
+  std::optional<PluginRecord> find_hub(const std::string& org, const std::string& name,
+                                       const std::string& version) const;
+
+ private:
+  void scan_dir(const std::filesystem::path& dir);
+  void add(PluginRecord record);
+
+  std::vector<std::filesystem::path> search_dirs_;
+  std::vector<PluginRecord> plugins_;
+  std::map<std::string, size_t> by_name_;
+  std::map<std::string, std::shared_ptr<PluginLibrary>> loaded_;  // by canonical library path
+  std::vector<std::string> scan_problems_;
+};
+
+}  // namespace attnrt

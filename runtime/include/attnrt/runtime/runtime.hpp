@@ -1,0 +1,56 @@
+// libattnrt's C++ entry point: assembles the configuration (built-in defaults < config files
+// < overrides), finds the plugins and the device, scans the attention sites, and resolves them.
+#pragma once
+
+#include <attnrt/runtime/config.hpp>
+#include <attnrt/runtime/registry.hpp>
+#include <attnrt/runtime/resolver.hpp>
+#include <attnrt/runtime/settings.hpp>
+#include <attnrt/runtime/sites.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnrt {
+
+struct RuntimeOptions {
+  std::vector<std::filesystem::path> config_files;  // none: the embedded configs/default.yaml
+  std::vector<std::string> overrides;                // Hydra grammar, applied in order
+  bool use_embedded_default = true;                  // with no files, load configs/default.yaml
+};
+
+class Runtime {
+ public:
+  // Throws attnrt::Error for unreadable or invalid configuration (with file:line:column or the
+  // override text). Warnings (deprecations, "did you mean") are logged and kept in warnings().
+  explicit Runtime(const RuntimeOptions& options);
+
+  const Config& config() const { return config_; }
+  const Settings& settings() const { return settings_; }
+  Registry& registry() { return *registry_; }
+  Resolver& resolver() { return *resolver_; }
+  const SiteScan& sites() const { return sites_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  const std::vector<KnownIssueRule>& rules() const { return rules_; }
+
+  // <libdir>/../share/attnrt: the default workload's data.
+  static std::filesystem::path data_dir();
+
+ private:
+  Config config_;
+  Settings settings_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<Resolver> resolver_;
+  SiteScan sites_;
+  std::vector<std::string> warnings_;
+  std::vector<KnownIssueRule> rules_;
+};
+
+// Configs compiled into libattnrt from configs/: "runtime_defaults.yaml", "default.yaml",
+// "deprecations.yaml", "known_issues.yaml". Throws for an unknown name.
+std::string_view embedded_config(std::string_view name);
+
+}  // namespace attnrt

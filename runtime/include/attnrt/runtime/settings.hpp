@@ -1,0 +1,36 @@
+// The runtime's own settings: the `attnrt:` section of the configuration.
+#pragma once
+
+#include <attnrt/runtime/config.hpp>
+#include <attnrt/runtime/device.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+
+struct Settings {
+  std::string device = "auto";                // auto | cpu | cuda | cuda:N
+  bool strict = false;                        // any fallback is an error listing every reason
+  int num_threads = 0;                        // CPU threads per call; 0: all
+  std::vector<std::filesystem::path> plugin_dirs;
+  std::string default_implementation = "auto";  // for sites that set none (VERL: flash_attention_2)
+  // Fallback chains: "cpu", "cuda", or "cuda_smNN" for one architecture (most specific wins).
+  std::map<std::string, std::vector<std::string>> fallback;
+  bool known_issues = true;                   // apply known_issues.yaml
+  std::vector<std::filesystem::path> rules_files;  // extra rule files
+  std::string log_level = "info";
+
+  std::vector<std::string> fallback_chain(const DeviceInfo& device) const;
+};
+
+// Reads config's `attnrt:` section. Unknown keys give "did you mean" warnings with positions;
+// values of the wrong type throw attnrt::Error with file:line:column.
+Settings read_settings(const Config& config, std::vector<std::string>* warnings);
+
+// Settings keys, for "did you mean".
+const std::vector<std::string>& settings_keys();
+
+}  // namespace attnrt

@@ -1,0 +1,114 @@
+// The C host API over attnrt::Runtime. No exception crosses it.
+#include <attnrt/host_api.h>
+#include <attnrt/plugin.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/runtime.hpp>
+
+#include <memory>
+
+struct attnrt_runtime {
+  std::unique_ptr<attnrt::Runtime> runtime;
+};
+
+struct attnrt_backend_handle {
+  std::shared_ptr<attnrt::Backend> backend;
+  std::string name;
+};
+
+namespace {
+
+template <class Fn>
+attnrt_status guard(attnrt_message* error, attnrt_status on_error, Fn&& fn) noexcept {
+  try {
+    fn();
+    return ATTNRT_OK;
+  } catch (const std::exception& e) {
+    attnrt::sdk::write_message(error, e.what());
+    return on_error;
+  } catch (...) {
+    attnrt::sdk::write_message(error, "unknown error");
+    return ATTNRT_ERROR_INTERNAL;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides, size_t num_overrides,
+                                    attnrt_runtime** runtime, attnrt_message* error) {
+  if (runtime == nullptr) return ATTNRT_ERROR_INVALID_ARGUMENT;
+  *runtime = nullptr;
+  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] {
+    attnrt::RuntimeOptions options;
+    if (config_path) options.config_files.emplace_back(config_path);
+    for (size_t i = 0; i < num_overrides; ++i) options.overrides.emplace_back(overrides[i]);
+    auto r = std::make_unique<attnrt_runtime>();
+    r->runtime = std::make_unique<attnrt::Runtime>(options);
+    *runtime = r.release();
+  });
+}
+
+void attnrt_runtime_destroy(attnrt_runtime* runtime) { delete runtime; }
+
+size_t attnrt_runtime_site_count(const attnrt_runtime* runtime) {
+  return runtime ? runtime->runtime->sites().sites.size() : 0;
+}
+
+const char* attnrt_runtime_site_name(const attnrt_runtime* runtime, size_t index) {
+  if (!runtime || index >= runtime->runtime->sites().sites.size()) return nullptr;
+  return runtime->runtime->sites().sites[index].name.c_str();
+}
+
+const char* attnrt_runtime_site_value(const attnrt_runtime* runtime, size_t index) {
+  if (!runtime || index >= runtime->runtime->sites().sites.size()) return nullptr;
+  return runtime->runtime->sites().sites[index].value.c_str();
+}
+
+attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const char* value, attnrt_attention_desc* desc,
+                             attnrt_backend_handle** backend, attnrt_message* error) {
+  if (!runtime || !site || !desc || !backend) {
+    attnrt::sdk::write_message(error, "attnrt_resolve: runtime, site, desc and backend must not be NULL");
+    return ATTNRT_ERROR_INVALID_ARGUMENT;
+  }
+  *backend = nullptr;
+  attnrt_status status = ATTNRT_OK;
+  const attnrt_status guarded = guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] {
+    std::string v = value ? value : "";
+    if (!value) {
+      for (const auto& s : runtime->runtime->sites().sites) {
+        if (s.name == site) v = s.value;
+      }
+      if (v.empty()) throw attnrt::Error(std::string("no attention site named '") + site + "' in the configuration");
+    }
+    attnrt::Resolution res = runtime->runtime->resolver().resolve(site, v, *desc);
+    if (!res.ok()) {
+      attnrt::sdk::write_message(error, res.error.c_str());
+      status = ATTNRT_ERROR_UNSUPPORTED;
+      return;
+    }
+    runtime->runtime->resolver().bind_device(*desc);
+    *backend = new attnrt_backend_handle{res.backend, res.chosen};
+  });
+  return guarded != ATTNRT_OK ? guarded : status;
+}
+
+const char* attnrt_backend_name(const attnrt_backend_handle* backend) { return backend ? backend->name.c_str() : nullptr; }
+
+void attnrt_backend_release(attnrt_backend_handle* backend) { delete backend; }
+
+attnrt_status attnrt_backend_forward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                     const attnrt_forward_args* args, int32_t num_threads, void* stream,
+                                     attnrt_message* error) {
+  if (!backend || !desc || !args) return ATTNRT_ERROR_INVALID_ARGUMENT;
+  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] { backend->backend->forward(*desc, *args, num_threads, stream); });
+}
+
+attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                      const attnrt_backward_args* args, int32_t num_threads, void* stream,
+                                      attnrt_message* error) {
+  if (!backend || !desc || !args) return ATTNRT_ERROR_INVALID_ARGUMENT;
+  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] { backend->backend->backward(*desc, *args, num_threads, stream); });
+}
+
+}  // extern "C"

@@ -1,0 +1,49 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/runtime.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace attnrt {
+
+std::filesystem::path Runtime::data_dir() {
+  // builtin_plugin_dir() is <libdir>/attnrt/plugins.
+  return Registry::builtin_plugin_dir().parent_path().parent_path().parent_path() / "share" / "attnrt";
+}
+
+Runtime::Runtime(const RuntimeOptions& options) {
+  config_ = Config::from_string(std::string(embedded_config("runtime_defaults.yaml")), "<embedded:runtime_defaults.yaml>");
+  if (options.config_files.empty() && options.use_embedded_default) {
+    config_.merge(Config::from_string(std::string(embedded_config("default.yaml")), "<embedded:default.yaml>", data_dir()));
+  }
+  for (const auto& file : options.config_files) config_.merge(Config::from_file(file));
+  for (const auto& text : options.overrides) config_.apply_override(text);
+
+  settings_ = read_settings(config_, &warnings_);
+  const Deprecations deprecations = Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))),
+                                                            "<embedded:deprecations.yaml>");
+  rules_ = parse_rules(YAML::Load(std::string(embedded_config("known_issues.yaml"))), "<embedded:known_issues.yaml>");
+  for (const auto& file : settings_.rules_files) {
+    YAML::Node node;
+    try {
+      node = YAML::LoadFile(file.string());
+    } catch (const YAML::Exception& e) {
+      throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+    auto more = parse_rules(node, file.string());
+    rules_.insert(rules_.end(), more.begin(), more.end());
+  }
+
+  std::vector<std::filesystem::path> dirs = settings_.plugin_dirs;
+  for (const auto& d : Registry::default_search_dirs()) dirs.push_back(d);
+  registry_ = std::make_unique<Registry>(dirs);
+  for (const std::string& problem : registry_->scan_problems()) spdlog::debug("plugin scan: {}", problem);
+
+  const DeviceInfo device = select_device(settings_.device, probe_devices());
+  resolver_ = std::make_unique<Resolver>(*registry_, settings_, deprecations, rules_, device);
+
+  sites_ = find_sites(config_, deprecations, settings_.default_implementation);
+  warnings_.insert(warnings_.end(), sites_.warnings.begin(), sites_.warnings.end());
+  for (const std::string& w : warnings_) spdlog::warn("{}", w);
+}
+
+}  // namespace attnrt

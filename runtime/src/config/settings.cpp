@@ -1,0 +1,80 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/settings.hpp>
+#include <attnrt/runtime/sites.hpp>
+
+#include <fmt/format.h>
+
+namespace attnrt {
+
+const std::vector<std::string>& settings_keys() {
+  static const std::vector<std::string> keys = {"device", "strict", "num_threads", "plugin_dirs",
+                                                "default_implementation", "fallback", "known_issues",
+                                                "rules_files", "log_level"};
+  return keys;
+}
+
+std::vector<std::string> Settings::fallback_chain(const DeviceInfo& device) const {
+  if (device.dl.device_type == kDLCUDA) {
+    if (auto it = fallback.find("cuda_sm" + std::to_string(device.cuda_arch)); it != fallback.end()) return it->second;
+    if (auto it = fallback.find("cuda"); it != fallback.end()) return it->second;
+    return {};
+  }
+  auto it = fallback.find("cpu");
+  return it == fallback.end() ? std::vector<std::string>{} : it->second;
+}
+
+namespace {
+std::filesystem::path resolve_path(const Config& config, const std::string& dotted, const std::string& value) {
+  std::filesystem::path p(value);
+  if (p.is_relative()) {
+    // Relative to the file that set it; overrides are relative to the working directory.
+    const Origin o = config.origin(dotted);
+    if (o.override.empty() && !o.file.empty() && o.file.front() != '<') p = std::filesystem::path(o.file).parent_path() / p;
+  }
+  return p;
+}
+}  // namespace
+
+Settings read_settings(const Config& config, std::vector<std::string>* warnings) {
+  Settings s;
+  const YAML::Node section = config.at("attnrt");
+  if (!section) return s;
+  if (!section.IsMap()) throw Error(config.origin("attnrt").describe() + ": 'attnrt' must be a mapping");
+  for (const auto& kv : section) {
+    const std::string key = kv.first.as<std::string>();
+    const std::string path = "attnrt." + key;
+    const std::string where = config.origin(path).describe();
+    const YAML::Node& v = kv.second;
+    try {
+      if (key == "device") s.device = v.as<std::string>();
+      else if (key == "strict") s.strict = v.as<bool>();
+      else if (key == "num_threads") s.num_threads = v.as<int>();
+      else if (key == "default_implementation") s.default_implementation = v.as<std::string>();
+      else if (key == "known_issues") s.known_issues = v.as<bool>();
+      else if (key == "log_level") s.log_level = v.as<std::string>();
+      else if (key == "plugin_dirs" || key == "rules_files") {
+        if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");
+        auto& out = key == "plugin_dirs" ? s.plugin_dirs : s.rules_files;
+        for (const auto& item : v) out.push_back(resolve_path(config, path, item.as<std::string>()));
+      } else if (key == "fallback") {
+        if (!v.IsMap()) throw Error(where + ": 'fallback' must map a device (cpu, cuda, cuda_sm90) to a list");
+        for (const auto& chain : v) {
+          if (!chain.second.IsSequence()) {
+            throw Error(config.origin(path + "." + chain.first.as<std::string>()).describe() + ": a fallback chain must be a list of implementations");
+          }
+          s.fallback[chain.first.as<std::string>()] = chain.second.as<std::vector<std::string>>();
+        }
+      } else if (warnings) {
+        const std::string guess = closest_match(key, settings_keys());
+        warnings->push_back(fmt::format("{}: unknown setting 'attnrt.{}' is ignored{}", where, key,
+                                        guess.empty() ? "" : "; did you mean '" + guess + "'?"));
+      }
+    } catch (const YAML::Exception& e) {
+      throw Error(where + ": invalid value for 'attnrt." + key + "': " + e.msg);
+    }
+  }
+  if (s.num_threads < 0) throw Error(config.origin("attnrt.num_threads").describe() + ": num_threads must be >= 0");
+  return s;
+}
+
+}  // namespace attnrt

@@ -1,0 +1,139 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/sites.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace attnrt {
+namespace {
+
+constexpr const char* kImplementationKey = "attn_implementation";
+constexpr const char* kOverrideConfigKey = "override_config";
+
+// Sections owned by attnrt itself hold no attention sites.
+bool is_runtime_section(const std::string& path) { return path == "attnrt" || path == "workload"; }
+
+std::string site_name(const std::string& path) {
+  const std::string suffix = std::string(".") + kOverrideConfigKey;
+  if (path.empty()) return kImplementationKey;
+  if (path == kOverrideConfigKey) return kImplementationKey;
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return path.substr(0, path.size() - suffix.size());
+  }
+  return path;
+}
+
+struct Scanner {
+  const Config& config;
+  const Deprecations& deprecations;
+  const std::string& default_implementation;
+  SiteScan scan;
+  std::vector<std::string> known_keys;
+
+  std::string join(const std::string& path, const std::string& key) const { return path.empty() ? key : path + "." + key; }
+
+  std::string scalar(const YAML::Node& n, const std::string& path) const {
+    if (!n.IsScalar()) throw Error(config.origin(path).describe() + ": '" + path + "' must be a string (an implementation name, auto, a path or org/name)");
+    return n.as<std::string>();
+  }
+
+  void check_spelling(const std::string& key, const std::string& path) {
+    if (std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end()) return;
+    const std::string guess = closest_match(key, known_keys);
+    if (!guess.empty()) {
+      scan.warnings.push_back(fmt::format("{}: unknown key '{}' next to an attention site; did you mean '{}'? (it is ignored)",
+                                          config.origin(path).describe(), key, guess));
+    }
+  }
+
+  void visit(const YAML::Node& node, const std::string& path, const std::string& own_key) {
+    if (!node.IsMap()) return;
+    const YAML::Node& n = node;
+    bool has_site = false;
+    if (const YAML::Node v = n[kImplementationKey]) {
+      const std::string key_path = join(path, kImplementationKey);
+      scan.sites.push_back(Site{site_name(path), key_path, scalar(v, key_path), config.origin(key_path), false});
+      has_site = true;
+    }
+    for (const auto& [key, dep] : deprecations.keys) {
+      const YAML::Node v = n[key];
+      if (!v) continue;
+      const std::string key_path = join(path, key);
+      const Origin where = config.origin(key_path);
+      if (has_site) {
+        scan.warnings.push_back(fmt::format("{}: deprecated '{}' is ignored because '{}' is set next to it",
+                                            where.describe(), key, kImplementationKey));
+        continue;
+      }
+      std::string value;
+      if (dep.boolean) {
+        bool flag = false;
+        try {
+          flag = v.as<bool>();
+        } catch (const YAML::Exception&) {
+          throw Error(where.describe() + ": '" + key + "' must be true or false");
+        }
+        value = flag ? dep.when_true : default_implementation;
+      } else {
+        value = scalar(v, key_path);
+      }
+      scan.warnings.push_back(fmt::format("{}: '{}' is deprecated; use '{}: {}' instead{}", where.describe(), key,
+                                          kImplementationKey, value, dep.message.empty() ? "" : " (" + dep.message + ")"));
+      scan.sites.push_back(Site{site_name(path), key_path, value, where, false});
+      has_site = true;
+    }
+    if (!has_site && own_key == kOverrideConfigKey) {
+      // VERL: a model's override_config without attn_implementation uses the default.
+      scan.sites.push_back(Site{site_name(path), "", default_implementation, config.origin(path), true});
+    }
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>();
+      const std::string child = join(path, key);
+      if (is_runtime_section(child)) continue;
+      check_spelling(key, child);
+      visit(kv.second, child, key);
+    }
+  }
+};
+
+}  // namespace
+
+SiteScan find_sites(const Config& config, const Deprecations& deprecations, const std::string& default_implementation) {
+  Scanner s{config, deprecations, default_implementation, {}, {kImplementationKey, kOverrideConfigKey}};
+  for (const auto& [key, dep] : deprecations.keys) s.known_keys.push_back(key);
+  s.visit(config.root(), "", "");
+  return s.scan;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t subst = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const std::string& k : known) {
+    if (k == word) return "";
+    const size_t d = edit_distance(word, k);
+    const size_t limit = std::max<size_t>(2, k.size() / 5);
+    if (d <= limit && d < best_distance) {
+      best = k;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace attnrt

@@ -1,0 +1,115 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/reference.hpp>
+#include <attnrt/runtime/run_job.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace attnrt {
+namespace {
+
+template <class Fn>
+double median_ms(int warmup, int iterations, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+long peak_rss_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+bool within(double err, double tol, double scale) { return !std::isnan(err) && err <= tol * std::max(1.0, scale); }
+
+}  // namespace
+
+double output_tolerance(attnrt_dtype dtype) {
+  switch (dtype) {
+    case ATTNRT_DTYPE_FP32: return 1e-4;
+    case ATTNRT_DTYPE_FP16: return 4e-3;
+    case ATTNRT_DTYPE_BF16: return 3e-2;
+  }
+  return 0;
+}
+
+SiteRun run_site(Resolver& resolver, const std::string& site, const std::string& value, Workload& w,
+                 const WorkloadSpec& spec, const RunOptions& options) {
+  SiteRun r;
+  r.site = site;
+  r.resolution = resolver.resolve(site, value, w.desc);
+  if (!r.resolution.ok()) {
+    r.error = r.resolution.error;
+    return r;
+  }
+  Backend& backend = *r.resolution.backend;
+  attnrt_attention_desc desc = w.desc;
+  resolver.bind_device(desc);
+  const int threads = options.num_threads;
+  const int iterations = options.iterations.value_or(spec.iterations);
+  try {
+    // Reference first, on the call's own (low-precision) inputs.
+    attnrt_forward_args fwd = w.forward_args();
+    const ReferenceForward ref = reference_forward(desc, fwd);
+
+    // Checked run on poisoned outputs, then timing.
+    w.out.fill_nan();
+    w.lse.fill_nan();
+    backend.forward(desc, fwd, threads);
+    r.err_out = max_abs_error(*w.out.dl(), ref.out);
+    r.err_lse = desc.return_lse ? max_abs_error(*w.lse.dl(), ref.lse) : 0.0;
+    r.tol_out = output_tolerance(desc.dtype);
+    bool ok = within(r.err_out, r.tol_out, max_abs(ref.out)) && (!desc.return_lse || within(r.err_lse, r.tol_out, 1.0));
+    if (w.model_out) r.err_vs_model = max_abs_error(*w.out.dl(), [&] {
+      std::vector<double> m(w.model_out->numel());
+      for (int64_t i = 0; i < w.model_out->numel(); ++i) m[i] = w.model_out->get(i);
+      return m;
+    }());
+    r.forward_ms = median_ms(spec.warmup, iterations, [&] { backend.forward(desc, fwd, threads); });
+    r.forward_tflops = w.forward_flops / (r.forward_ms * 1e-3) / 1e12;
+    r.tokens_per_s = static_cast<double>(w.total_q) / (r.forward_ms * 1e-3);
+    r.workspace_bytes = backend.workspace_bytes();
+
+    if (spec.backward && backend.has_backward()) {
+      attnrt_backward_args bwd = w.backward_args();
+      const ReferenceBackward gref = reference_backward(desc, fwd, *w.dout.dl());
+      w.dq.fill_nan();
+      w.dk.fill_nan();
+      w.dv.fill_nan();
+      if (desc.has_sinks) w.dsinks.fill_nan();
+      backend.backward(desc, bwd, threads);
+      r.backward_checked = true;
+      r.err_dq = max_abs_error(*w.dq.dl(), gref.dq);
+      r.err_dk = max_abs_error(*w.dk.dl(), gref.dk);
+      r.err_dv = max_abs_error(*w.dv.dl(), gref.dv);
+      r.err_dsinks = desc.has_sinks ? max_abs_error(*w.dsinks.dl(), gref.dsinks) : 0.0;
+      r.tol_grad = 2 * output_tolerance(desc.dtype);
+      ok = ok && within(r.err_dq, r.tol_grad, max_abs(gref.dq)) && within(r.err_dk, r.tol_grad, max_abs(gref.dk)) &&
+           within(r.err_dv, r.tol_grad, max_abs(gref.dv)) &&
+           (!desc.has_sinks || within(r.err_dsinks, r.tol_grad, max_abs(gref.dsinks)));
+      r.backward_ms = median_ms(spec.warmup, iterations, [&] { backend.backward(desc, bwd, threads); });
+      r.backward_tflops = 2.5 * w.forward_flops / (r.backward_ms * 1e-3) / 1e12;
+      r.workspace_bytes = std::max(r.workspace_bytes, backend.workspace_bytes());
+    }
+    r.tensor_bytes = w.tensor_bytes();
+    r.peak_rss_kb = peak_rss_kb();
+    r.ran = true;
+    r.passed = ok;
+    if (!ok) r.error = "result outside tolerance of the fp64 reference";
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace attnrt

@@ -1,0 +1,94 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/manifest.hpp>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+
+namespace attnrt {
+namespace fs = std::filesystem;
+namespace {
+
+// The directory's only lib*.so, used when a manifest names no library.
+fs::path only_library(const fs::path& dir, const fs::path& manifest) {
+  fs::path found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".so") continue;
+    if (!found.empty()) throw Error(manifest.string() + ": several .so files in " + dir.string() + "; name one with 'library'");
+    found = entry.path();
+  }
+  if (found.empty()) throw Error(manifest.string() + ": no 'library' given and no .so file in " + dir.string());
+  return found;
+}
+
+Manifest from_yaml(const fs::path& file, const fs::path& dir) {
+  YAML::Node node;
+  try {
+    node = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& e) {
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  if (!node.IsMap()) throw Error(file.string() + ": a plugin manifest must be a mapping");
+  auto at = [&](const char* key) { return node[key]; };
+  auto where = [&](const char* key) {
+    const YAML::Mark m = node[key].Mark();
+    return file.string() + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  };
+  Manifest m;
+  m.source = file;
+  try {
+    if (!at("name") || !at("name").IsScalar()) throw Error(file.string() + ": missing required key 'name'");
+    m.name = at("name").as<std::string>();
+    if (at("version")) m.version = at("version").as<std::string>();
+    if (at("description")) m.description = at("description").as<std::string>();
+    if (at("aliases")) {
+      if (!at("aliases").IsSequence()) throw Error(where("aliases") + ": 'aliases' must be a list");
+      m.aliases = at("aliases").as<std::vector<std::string>>();
+    }
+    if (at("devices")) {
+      if (!at("devices").IsSequence()) throw Error(where("devices") + ": 'devices' must be a list");
+      m.devices = at("devices").as<std::vector<std::string>>();
+    }
+    m.library = at("library") ? dir / at("library").as<std::string>() : only_library(dir, file);
+  } catch (const YAML::Exception& e) {
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return m;
+}
+
+// HF-style config.json: the same keys, optionally nested under "attnrt".
+Manifest from_json(const fs::path& file, const fs::path& dir) {
+  std::ifstream in(file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file.string() + ": " + e.what());
+  }
+  const nlohmann::json& c = j.contains("attnrt") ? j["attnrt"] : j;
+  Manifest m;
+  m.source = file;
+  try {
+    if (!c.contains("name")) throw Error(file.string() + ": missing required key 'name'");
+    m.name = c["name"].get<std::string>();
+    m.version = c.value("version", "");
+    m.description = c.value("description", "");
+    m.aliases = c.value("aliases", std::vector<std::string>{});
+    m.devices = c.value("devices", std::vector<std::string>{});
+    m.library = c.contains("library") ? dir / c["library"].get<std::string>() : only_library(dir, file);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file.string() + ": " + e.what());
+  }
+  return m;
+}
+
+}  // namespace
+
+std::optional<Manifest> read_manifest(const fs::path& dir) {
+  if (fs::is_regular_file(dir / "plugin.yaml")) return from_yaml(dir / "plugin.yaml", dir);
+  if (fs::is_regular_file(dir / "config.json")) return from_json(dir / "config.json", dir);
+  return std::nullopt;
+}
+
+}  // namespace attnrt

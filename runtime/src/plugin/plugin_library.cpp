@@ -1,0 +1,117 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/plugin_library.hpp>
+
+#include <boost/dll/shared_library.hpp>
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+namespace attnrt {
+namespace fs = std::filesystem;
+
+PluginLibrary::~PluginLibrary() = default;
+
+std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
+  const std::string where = path.string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(where + ": no such file");
+  if (!fs::is_regular_file(path, ec)) throw Error(where + ": not a regular file");
+
+  std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
+  plugin->path_ = fs::absolute(path);
+  try {
+    // RTLD_LOCAL: two plugins may carry symbols of the same name without clashing.
+    // RTLD_NODELETE: a plugin may own threads that outlive its handle (an OpenMP pool, CUDA's
+    // runtime threads); unmapping its code, or a runtime it pulled in, would crash them.
+    const auto mode = static_cast<boost::dll::load_mode::type>(
+        static_cast<unsigned>(boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now) | RTLD_NODELETE);
+    plugin->lib_ = std::make_unique<boost::dll::shared_library>(plugin->path_, mode);
+  } catch (const std::exception& e) {
+    throw Error(where + ": not a loadable shared library (" + e.what() + ")");
+  }
+  if (!plugin->lib_->has(ATTNRT_PLUGIN_ENTRY_SYMBOL)) {
+    throw Error(where + ": does not export '" ATTNRT_PLUGIN_ENTRY_SYMBOL "'; not an attnrt plugin");
+  }
+  auto entry = plugin->lib_->get<const attnrt_plugin_api*(uint32_t, uint32_t)>(ATTNRT_PLUGIN_ENTRY_SYMBOL);
+  const attnrt_plugin_api* api = entry(ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR);
+  if (api == nullptr) throw Error(where + ": " ATTNRT_PLUGIN_ENTRY_SYMBOL " returned NULL");
+  // struct_size, abi_major and abi_minor are frozen across majors: safe to read before the check.
+  if (api->struct_size < ATTNRT_STRUCT_SIZE(attnrt_plugin_api, abi_minor)) {
+    throw Error(fmt::format("{}: function table too small ({} bytes) to hold a version", where, api->struct_size));
+  }
+  if (api->abi_major != ATTNRT_ABI_VERSION_MAJOR) {
+    throw Error(fmt::format("{}: plugin ABI version {}.{} is incompatible with this runtime's ABI {}.{} "
+                            "(major versions differ); rebuild the plugin against attnrt SDK {}.x",
+                            where, api->abi_major, api->abi_minor, ATTNRT_ABI_VERSION_MAJOR,
+                            ATTNRT_ABI_VERSION_MINOR, ATTNRT_ABI_VERSION_MAJOR));
+  }
+  if (api->struct_size < ATTNRT_STRUCT_SIZE(attnrt_plugin_api, backward)) {
+    throw Error(fmt::format("{}: function table of {} bytes is smaller than ABI {}.0's {}", where,
+                            api->struct_size, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_STRUCT_SIZE(attnrt_plugin_api, backward)));
+  }
+  if (api->name == nullptr || api->name[0] == '\0') throw Error(where + ": plugin has no name");
+  for (const char* c = api->name; *c; ++c) {
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) {
+      throw Error(where + ": plugin name '" + api->name + "' must match [a-z0-9_]+");
+    }
+  }
+  const char* missing = api->capabilities == nullptr ? "capabilities"
+                        : api->create == nullptr     ? "create"
+                        : api->destroy == nullptr    ? "destroy"
+                        : api->supports == nullptr   ? "supports"
+                        : api->workspace_size == nullptr ? "workspace_size"
+                        : api->forward == nullptr    ? "forward"
+                                                     : nullptr;
+  if (missing) throw Error(where + ": function table entry '" + missing + "' is NULL");
+  if (api->capabilities->struct_size < ATTNRT_STRUCT_SIZE(attnrt_capabilities, max_cuda_arch)) {
+    throw Error(where + ": capabilities struct is smaller than ABI 1.0's");
+  }
+  if ((api->capabilities->features & ATTNRT_FEATURE_BACKWARD) && api->backward == nullptr) {
+    throw Error(where + ": advertises backward but its backward entry is NULL");
+  }
+  plugin->api_ = api;
+  return plugin;
+}
+
+std::string PluginLibrary::abi_version() const {
+  return std::to_string(api_->abi_major) + "." + std::to_string(api_->abi_minor);
+}
+
+std::string describe_dtypes(uint32_t bits) {
+  std::string s;
+  auto add = [&](bool on, const char* w) { if (on) s += (s.empty() ? "" : ", ") + std::string(w); };
+  add(bits & ATTNRT_DTYPE_BIT_FP32, "fp32");
+  add(bits & ATTNRT_DTYPE_BIT_FP16, "fp16");
+  add(bits & ATTNRT_DTYPE_BIT_BF16, "bf16");
+  return s;
+}
+
+std::string describe_features(uint64_t bits) {
+  static const std::pair<uint64_t, const char*> names[] = {
+      {ATTNRT_FEATURE_GQA, "gqa"},         {ATTNRT_FEATURE_CAUSAL, "causal"},
+      {ATTNRT_FEATURE_SLIDING_WINDOW, "window"}, {ATTNRT_FEATURE_SOFTCAP, "softcap"},
+      {ATTNRT_FEATURE_SINKS, "sinks"},     {ATTNRT_FEATURE_ALIBI, "alibi"},
+      {ATTNRT_FEATURE_VARLEN, "varlen"},   {ATTNRT_FEATURE_PAGED_KV, "paged"},
+      {ATTNRT_FEATURE_DROPOUT, "dropout"}, {ATTNRT_FEATURE_LSE, "lse"},
+      {ATTNRT_FEATURE_BACKWARD, "backward"}, {ATTNRT_FEATURE_DETERMINISTIC, "deterministic"},
+      {ATTNRT_FEATURE_HEAD_DIM_V, "head_dim_v"}};
+  std::string s;
+  for (const auto& [bit, name] : names) {
+    if (bits & bit) s += (s.empty() ? "" : ", ") + std::string(name);
+  }
+  return s;
+}
+
+std::string describe_devices(const attnrt_capabilities& caps) {
+  std::string s;
+  if (caps.devices & ATTNRT_DEVICE_BIT_CPU) s = "cpu";
+  if (caps.devices & ATTNRT_DEVICE_BIT_CUDA) {
+    s += s.empty() ? "cuda" : ", cuda";
+    if (caps.min_cuda_arch > 0) s += " sm" + std::to_string(caps.min_cuda_arch) + "+";
+    if (caps.max_cuda_arch > 0) s += " (<= sm" + std::to_string(caps.max_cuda_arch) + ")";
+  }
+  return s;
+}
+
+}  // namespace attnrt

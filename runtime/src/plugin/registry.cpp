@@ -1,0 +1,133 @@
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/registry.hpp>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace attnrt {
+namespace fs = std::filesystem;
+
+Registry::Registry(std::vector<fs::path> search_dirs) : search_dirs_(std::move(search_dirs)) {
+  for (const fs::path& dir : search_dirs_) scan_dir(dir);
+}
+
+fs::path Registry::builtin_plugin_dir() {
+  // The library (or executable) this line is compiled into: libattnrt.so.
+  return boost::dll::this_line_location().parent_path() / "attnrt" / "plugins";
+}
+
+std::vector<fs::path> Registry::default_search_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("ATTNRT_PLUGIN_PATH")) {
+    std::stringstream ss(env);
+    std::string item;
+    while (std::getline(ss, item, ':')) {
+      if (!item.empty()) dirs.emplace_back(item);
+    }
+  }
+  dirs.push_back(builtin_plugin_dir());
+  return dirs;
+}
+
+void Registry::add(PluginRecord record) {
+  if (by_name_.count(record.name)) return;  // an earlier directory wins
+  const size_t index = plugins_.size();
+  by_name_[record.name] = index;
+  for (const std::string& alias : record.aliases) by_name_.emplace(alias, index);
+  plugins_.push_back(std::move(record));
+}
+
+void Registry::scan_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
+  std::sort(entries.begin(), entries.end());  // deterministic precedence inside one folder
+  for (const fs::path& path : entries) {
+    try {
+      if (fs::is_directory(path)) {
+        if (auto manifest = read_manifest(path)) {
+          PluginRecord r{manifest->name, manifest->aliases, manifest->library, manifest, dir.string()};
+          add(std::move(r));
+        }
+        // Hub-style org/ folders and folders without a manifest are not listed; they are
+        // reachable by path or by org/name.
+      } else if (path.extension() == ".so") {
+        // A loose library is named by its own entry point, so it has to be opened.
+        auto lib = PluginLibrary::open(path);
+        loaded_[fs::weakly_canonical(path).string()] = lib;
+        add(PluginRecord{lib->name(), {}, path, std::nullopt, dir.string()});
+      }
+    } catch (const Error& e) {
+      scan_problems_.push_back(e.what());
+    }
+  }
+}
+
+const PluginRecord* Registry::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &plugins_[it->second];
+}
+
+std::shared_ptr<PluginLibrary> Registry::load(const PluginRecord& record) {
+  const std::string key = fs::weakly_canonical(record.library).string();
+  auto it = loaded_.find(key);
+  std::shared_ptr<PluginLibrary> lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library);
+  loaded_[key] = lib;
+  if (record.manifest && lib->name() != record.manifest->name) {
+    throw Error(record.library.string() + ": library calls itself '" + lib->name() + "' but its manifest " +
+                record.manifest->source.string() + " says '" + record.manifest->name + "'");
+  }
+  return lib;
+}
+
+PluginRecord Registry::record_for_path(const fs::path& raw) const {
+  fs::path path = raw;
+  const std::string text = raw.string();
+  if (!text.empty() && text[0] == '~') {
+    const char* home = std::getenv("HOME");
+    path = fs::path(home ? home : "") / text.substr(text.size() > 1 && text[1] == '/' ? 2 : 1);
+  }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (auto manifest = read_manifest(path)) {
+      return PluginRecord{manifest->name, manifest->aliases, manifest->library, manifest, "path"};
+    }
+    std::vector<fs::path> libs;
+    for (const auto& entry : fs::directory_iterator(path)) {
+      if (entry.path().extension() == ".so") libs.push_back(entry.path());
+    }
+    if (libs.size() != 1) {
+      throw Error(path.string() + ": a plugin directory needs a plugin.yaml or config.json manifest, or exactly one .so (found " +
+                  std::to_string(libs.size()) + ")");
+    }
+    return PluginRecord{"", {}, libs.front(), std::nullopt, "path"};
+  }
+  if (!fs::exists(path, ec)) throw Error(path.string() + ": no such file or directory");
+  return PluginRecord{"", {}, path, std::nullopt, "path"};
+}
+
+std::optional<PluginRecord> Registry::find_hub(const std::string& org, const std::string& name,
+                                               const std::string& version) const {
+  for (const fs::path& dir : search_dirs_) {
+    std::vector<fs::path> candidates;
+    if (!version.empty()) candidates.push_back(dir / org / (name + "@" + version));
+    candidates.push_back(dir / org / name);
+    for (const fs::path& c : candidates) {
+      std::error_code ec;
+      if (!fs::is_directory(c, ec)) continue;
+      PluginRecord r = record_for_path(c);
+      if (!version.empty() && r.manifest && !r.manifest->version.empty() && r.manifest->version != version) {
+        continue;  // org/name holds another version
+      }
+      r.found_in = dir.string();
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnrt
