@@ -139,17 +139,17 @@ void Config::apply_override(const std::string& text) {
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + parts[i];
     const YAML::Node& cparent = parent;
-    YAML::Node child = cparent[parts[i]];  // copy-construct: shares, never rebinds
-    if (!child) {
+    if (!cparent[parts[i]]) {
       if (o.kind == Override::Kind::kSet) {
         throw Error("override '" + text + "': key '" + walked + "' is not in the config; to add it, use '+" + o.key +
                     "=" + o.value + "'");
       }
       if (o.kind == Override::Kind::kDelete) throw Error("override '" + text + "': cannot delete '" + o.key + "': '" + walked + "' does not exist");
       parent[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      child.reset(parent[parts[i]]);
       set_origin(walked, Origin{"", 0, 0, text});
-    } else if (!child.IsMap()) {
+    }
+    const YAML::Node child = cparent[parts[i]];  // copy-construct: shares, never rebinds
+    if (!child.IsMap()) {
       throw Error("override '" + text + "': '" + walked + "' is a " + (child.IsSequence() ? "list" : "value") +
                   ", not a mapping, so it has no key '" + parts[i + 1] + "'");
     }

@@ -16,7 +16,7 @@
 
 #include <attnrt/plugin_abi.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -37,7 +37,10 @@ class Error : public std::runtime_error {
 
 inline void write_message(attnrt_message* message, const char* text) noexcept {
   if (message == nullptr || message->data == nullptr || message->capacity == 0) return;
-  std::snprintf(message->data, message->capacity, "%s", text);
+  // Truncation is intended: the caller sized the buffer.
+  const size_t n = std::min(std::strlen(text), message->capacity - 1);
+  std::memcpy(message->data, text, n);
+  message->data[n] = '\0';
 }
 
 // Runs fn, turning any exception into a status plus message.

@@ -157,9 +157,9 @@ typedef struct attnrt_attention_desc {
   int32_t is_paged;          /* k/v are pages; block_table and seqused_k are given */
   int32_t page_size;         /* tokens per page when is_paged */
   float dropout_p;           /* probability of dropping a p_ij; 0: off */
-  uint64_t dropout_seed;
-  uint64_t dropout_offset;
   int32_t deterministic;     /* nonzero: repeats must be bit-identical (backward included) */
+  uint64_t dropout_seed;     /* Philox seed and offset of the dropout mask (FlashAttention's) */
+  uint64_t dropout_offset;
   int32_t return_lse;        /* nonzero: forward writes lse */
   DLDevice device;           /* where every tensor of the call lives */
   int32_t cuda_arch;         /* CUDA: major*10+minor of `device`, filled by the host; else 0 */

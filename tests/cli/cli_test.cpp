@@ -1,0 +1,126 @@
+// The attnrt CLI end to end, on the real MiniLM fixture and the configs/ examples.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace attnrt {
+namespace {
+
+using test::run_cli;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(Cli, RunsTheEmbeddedDefault) {
+  const auto r = run_cli("run --iterations 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "all-MiniLM-L6-v2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "varlen (76 tokens")) << r.output;
+  EXPECT_TRUE(contains(r.output, "INFO: attn_implementation: attention backend: sdpa")) << r.output;
+  EXPECT_TRUE(contains(r.output, "1 passed, 0 failed")) << r.output;
+}
+
+TEST(Cli, VerlActorEagerOverrideCriticDefaultChain) {
+  const auto r = run_cli("run configs/examples/verl_ppo.yaml +actor_rollout_ref.model.override_config.attn_implementation=eager --json --iterations 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Logs went to stderr (merged here); the JSON is the last object printed.
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+  ASSERT_EQ(j["sites"].size(), 2u);
+  EXPECT_EQ(j["sites"][0]["site"], "actor_rollout_ref.model");
+  EXPECT_EQ(j["sites"][0]["chosen"], "eager");
+  EXPECT_EQ(j["sites"][0]["fell_back"], false);
+  EXPECT_EQ(j["sites"][1]["site"], "critic.model");
+  EXPECT_EQ(j["sites"][1]["requested"], "flash_attention_2") << "VERL's default for an unset override_config";
+  EXPECT_EQ(j["sites"][1]["chosen"], "sdpa");
+  EXPECT_EQ(j["sites"][1]["fell_back"], true);
+  for (const auto& s : j["sites"]) {
+    EXPECT_TRUE(s["passed"].get<bool>());
+    EXPECT_LT(s["max_error"]["out"].get<double>(), 1e-5);
+    EXPECT_LT(s["max_error_vs_source_model"].get<double>(), 1e-5) << "matches the model's own attention output";
+  }
+  EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable on cpu: not installed")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Falling back to 'sdpa'")) << r.output;
+}
+
+TEST(Cli, PathToAPluginDirectoryLoadsThatPlugin) {
+  const std::string dir = (test::fixtures() / "hf_style/c_reference_hf").string();
+  const auto r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=" + dir + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("[\n")));
+  EXPECT_EQ(j[0]["chosen"], "c_reference");
+  EXPECT_EQ(j[0]["fell_back"], false);
+  EXPECT_EQ(j[1]["chosen"], "eager");
+}
+
+TEST(Cli, OtherAbiMajorIsRefusedNamingBothVersions) {
+  const std::string so = (test::fixtures() / "broken/libattnrt_abi2.so").string();
+  const auto r = run_cli("resolve configs/examples/strict_flash.yaml attn_implementation=" + so);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "plugin ABI version 2.3 is incompatible with this runtime's ABI 1.0")) << r.output;
+}
+
+TEST(Cli, StrictWithAnUnavailableBackendListsEveryReason) {
+  const auto r = run_cli("run configs/examples/strict_flash.yaml");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "strict mode: 'flash_attention_2' cannot be used on cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "flash_attention_2: not installed")) << r.output;
+  EXPECT_TRUE(contains(r.output, "0 passed, 1 failed")) << r.output;
+}
+
+TEST(Cli, HubNameFromThePluginPath) {
+  const std::string env = "ATTNRT_PLUGIN_PATH='" + (test::fixtures() / "hub").string() + "'";
+  auto r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=acme/c_reference", env);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "c_reference")) << r.output;
+  r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=acme/nothing", env);
+  EXPECT_TRUE(contains(r.output, "attnrt never downloads plugins")) << r.output;
+}
+
+TEST(Cli, SeedExamplesResolve) {
+  auto r = run_cli("resolve configs/examples/train_gpt2_deprecated_flag.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "'use_flash_attention' is deprecated; use 'attn_implementation: flash_attention_2'")) << r.output;
+  r = run_cli("resolve configs/examples/nanogpt_attention_backend.yaml attention_backend=manual");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "'manual' is a deprecated name; use 'eager'")) << r.output;
+  r = run_cli("run configs/examples/sink_plugin_path.yaml --iterations 1", "", test::source_dir());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "sinks")) << r.output;
+}
+
+TEST(Cli, MisspelledKeyGetsDidYouMean) {
+  const auto r = run_cli("resolve configs/examples/verl_ppo.yaml +critic.model.override_config.attn_implementaton=eager");
+  EXPECT_TRUE(contains(r.output, "unknown key 'attn_implementaton' next to an attention site; did you mean 'attn_implementation'?"))
+      << r.output;
+}
+
+TEST(Cli, ErrorsAreOneClearLineAndNonZero) {
+  auto r = run_cli("run configs/examples/verl_ppo.yaml actor_rollout_ref.model.override_config.attn_implementation=eager");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "error: override 'actor_rollout_ref.model.override_config.attn_implementation=eager': key")) << r.output;
+  EXPECT_TRUE(contains(r.output, "use '+actor_rollout_ref")) << r.output;
+
+  test::TempDir dir;
+  const auto bad = dir.write("bad.yaml", "attn_implementation: eager\nworkload: {batch: [1\n");
+  r = run_cli("run " + bad.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "error: " + bad.string() + ":")) << r.output;
+
+  r = run_cli("run not_an_override");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "neither a config file")) << r.output;
+}
+
+TEST(Cli, ListShowsPluginsAndTheDeviceMatrix) {
+  const auto r = run_cli("list --matrix");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "eager")) << r.output;
+  EXPECT_TRUE(contains(r.output, "yes (cpu)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "flash_attention_2  -> sdpa (not installed)")) << r.output;
+  const auto j = run_cli("list --json");
+  const auto parsed = nlohmann::json::parse(j.output.substr(j.output.find("{\n")));
+  EXPECT_GE(parsed["plugins"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace attnrt

@@ -1,0 +1,21 @@
+/* Compiled as C99: proves plugin_abi.h and host_api.h are plain C, and reports the layout a C
+ * compiler gives the ABI structs, which abi_layout_test.cpp compares with C++'s. */
+#include <attnrt/host_api.h>
+#include <attnrt/plugin_abi.h>
+
+#include <stddef.h>
+
+size_t attnrt_test_c_layout(int which) {
+  switch (which) {
+    case 0: return sizeof(attnrt_attention_desc);
+    case 1: return sizeof(attnrt_forward_args);
+    case 2: return sizeof(attnrt_backward_args);
+    case 3: return sizeof(attnrt_plugin_api);
+    case 4: return sizeof(attnrt_capabilities);
+    case 5: return sizeof(attnrt_exec);
+    case 6: return offsetof(attnrt_attention_desc, device);
+    case 7: return offsetof(attnrt_plugin_api, backward);
+    case 8: return offsetof(attnrt_attention_desc, return_lse);
+    default: return 0;
+  }
+}
