@@ -1,6 +1,8 @@
-// Forward: FlashAttention-2, Algorithm 1, on CPU tiles. Each work item is (sequence, kv head,
-// query block); it walks the key blocks its rows can see, keeping a running max m, sum l and
-// unnormalized output O per row, and never holds more than one [rows, block_k] score tile.
+// Forward: FlashAttention-2, Algorithm 1, on CPU tiles. A first pass packs every key tile once
+// (k^T and v as fp32, contiguous: O(seqlen) memory), so query tiles never re-transpose or
+// re-convert keys. Then each work item is (sequence, kv head, query block); it walks the key
+// tiles its rows can see, keeping a running max m, sum l and unnormalized output O per row,
+// and never holds more than one [rows, block_k] score tile.
 #include "sdpa_kernels.hpp"
 
 #include <attnrt_kernels/threads.hpp>
@@ -40,6 +42,25 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
   const std::vector<Item> blocks = query_blocks(p, t.block_q);
   const int64_t items = static_cast<int64_t>(blocks.size()) * d.heads_kv;
 
+  // Pass 1: pack key tiles. Tile (b, hk, kb) lives at kv_tiles + tile_index * tile_floats.
+  float* kv_tiles = workspace + per_thread * static_cast<size_t>(num_threads);
+  const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
+  const int64_t tile_floats = bk * (hd + t.hv_pad);
+  auto tile_of = [&](int64_t b, int64_t hk, int64_t kb) {
+    return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats;
+  };
+  const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
+#pragma omp parallel for num_threads(num_threads) schedule(static)
+  for (int64_t item = 0; item < pack_items; ++item) {
+    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv, b = item / tiles_per_seq / d.heads_kv;
+    const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
+    if (nk <= 0) continue;
+    float* tile = tile_of(b, hk, kb);
+    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);
+    pack_rows(p.v, d.dtype, b, hk, k0, nk, hv, 1.0f, tile + hd * bk, t.hv_pad);
+  }
+
+  // Pass 2: query tiles.
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
   for (int64_t item = 0; item < items; ++item) {
     const Item blk = blocks[item / d.heads_kv];
@@ -49,9 +70,7 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     const int64_t rows = group * nq;
 
     float* q = workspace + static_cast<size_t>(omp_thread()) * per_thread;  // [rows, hd_pad]
-    float* kt = q + t.rows * t.hd_pad;                                       // [hd, bk]
-    float* v = kt + hd * bk;                                                 // [bk, hv_pad]
-    float* s = v + bk * t.hv_pad;                                            // [rows, bk]
+    float* s = q + t.rows * t.hd_pad;                                        // [rows, bk]
     float* o = s + t.rows * bk;                                              // [rows, hv_pad]
     float* m = o + t.rows * t.hv_pad;                                        // [rows]
     float* l = m + t.rows;                                                   // [rows]
@@ -73,12 +92,12 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.0f);
 
-    for (int64_t k0 = k_lo; k0 < k_hi; k0 += bk) {
-      const int64_t nk = std::min(bk, k_hi - k0);
-      pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, kt, bk);
-      pack_rows(p.v, d.dtype, b, hk, k0, nk, hv, 1.0f, v, t.hv_pad);
-      std::fill(s, s + rows * bk, 0.0f);
-      gemm_accumulate(s, bk, q, t.hd_pad, 1, kt, bk, rows, bk, hd);
+    // Walk whole packed tiles: start at the tile holding k_lo, mask what lies outside.
+    for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
+      const int64_t nk = std::min(bk, k_len - k0);
+      const float* kt = tile_of(b, hk, k0 / bk);
+      const float* v = kt + hd * bk;
+      gemm_overwrite(s, bk, q, t.hd_pad, 1, kt, bk, rows, bk, hd);
       transform_scores(s, bk, row_info.data(), rows, k0, nk, d.softcap, p.diag_offset(b), nullptr);
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * bk;
@@ -89,7 +108,7 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
         }
         const float alpha = std::exp(m[r] - m_new);  // rescales what was summed so far
         l[r] = l[r] * alpha + exp_subtract_sum(sr, bk, m_new);
-        scale_row(o + r * t.hv_pad, t.hv_pad, alpha);
+        if (alpha != 1.0f) scale_row(o + r * t.hv_pad, t.hv_pad, alpha);
         m[r] = m_new;
       }
       gemm_accumulate(o, t.hv_pad, s, bk, 1, v, t.hv_pad, rows, t.hv_pad, nk);

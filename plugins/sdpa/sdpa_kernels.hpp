@@ -23,8 +23,10 @@ struct Tiles {
 
 Tiles tiles_for(const attnrt_attention_desc& desc);
 
-// Workspace in floats: per thread, and shared by all threads (backward's row terms).
+// Workspace in floats: per thread, and shared by all threads (forward's packed K/V tiles,
+// backward's row terms).
 size_t forward_floats_per_thread(const attnrt_attention_desc& desc);
+size_t forward_floats_shared(const attnrt_attention_desc& desc);
 size_t backward_floats_per_thread(const attnrt_attention_desc& desc);
 // Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded).
 size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q);

