@@ -83,9 +83,13 @@ TEST(Cli, SeedExamplesResolve) {
   r = run_cli("resolve configs/examples/nanogpt_attention_backend.yaml attention_backend=manual");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "'manual' is a deprecated name; use 'eager'")) << r.output;
-  r = run_cli("run configs/examples/sink_plugin_path.yaml --iterations 1", "", test::source_dir());
+  // The example's path points into the default build folder; give it this build's plugin dir.
+  r = run_cli("run configs/examples/sink_plugin_path.yaml --iterations 1 actor_rollout_ref.model.override_config.attn_implementation=" +
+              (test::plugins_dir() / "sdpa").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "sinks")) << r.output;
+  EXPECT_TRUE(contains(r.output, "window (128, 0) sinks")) << r.output;
+  EXPECT_TRUE(contains(r.output, "attention backend: sdpa")) << r.output;
+  EXPECT_FALSE(contains(r.output, "not usable")) << "the path itself must load: " << r.output;
 }
 
 TEST(Cli, MisspelledKeyGetsDidYouMean) {
