@@ -14,14 +14,6 @@ namespace attnrt::plugins::eager {
 
 using kernels::kNegInf;
 
-namespace {
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-}  // namespace
-
 void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads) {
   const auto& d = p.desc;
   const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group();
@@ -84,14 +76,7 @@ void backward(const kernels::BackwardProblem& p, float* workspace, int num_threa
       kernels::store_row(dv + j * hv, 1.0f, d.dtype, p.dv.row(b, j, hk), hv);
     }
   }
-  // Reduce over the batch in a fixed order, so repeats are bit-identical.
-  if (p.dsinks) {
-    for (int64_t h = 0; h < d.heads_q; ++h) {
-      float sum = 0.0f;
-      for (int64_t b = 0; b < d.batch; ++b) sum += dsink_partial[b * d.heads_q + h];
-      p.dsinks[h] = sum;
-    }
-  }
+  if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
 }
 
 }  // namespace attnrt::plugins::eager

@@ -29,12 +29,6 @@ void load_rows(const kernels::RowTensor& t, attnrt_dtype dtype, int64_t b, int64
   for (int64_t j = 0; j < n; ++j) kernels::load_row(t.row(b, j, h), dtype, dst + j * dim, dim);
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 }  // namespace
 
 void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads) {

@@ -16,6 +16,12 @@ size_t workspace_floats_shared(const attnrt_attention_desc& desc, bool backward)
 void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads);
 void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads);
 
+inline float dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
 // Score of query i against key j before masking: scale * q.k, softcapped, ALiBi-biased.
 // `qk` is the raw dot product. Returns the capped value too (needed by backward).
 struct Score {

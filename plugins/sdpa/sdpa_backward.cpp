@@ -201,14 +201,7 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     }
   }
 
-  // Reduce the sink gradient over the batch in a fixed order.
-  if (p.dsinks) {
-    for (int64_t h = 0; h < d.heads_q; ++h) {
-      float sum = 0.0f;
-      for (int64_t b = 0; b < d.batch; ++b) sum += dsink_partial[b * d.heads_q + h];
-      p.dsinks[h] = sum;
-    }
-  }
+  if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
 }
 
 }  // namespace attnrt::plugins::sdpa

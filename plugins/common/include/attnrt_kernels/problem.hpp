@@ -83,6 +83,16 @@ inline BackwardProblem make_backward_problem(const attnrt_attention_desc& d, con
   return p;
 }
 
+// dsinks[h] = sum over b of partial[b * heads + h], in a fixed order so repeats are
+// bit-identical whatever the thread count (the deterministic flag's promise).
+inline void reduce_sink_gradient(const float* partial, int64_t batch, int64_t heads, float* dsinks) {
+  for (int64_t h = 0; h < heads; ++h) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < batch; ++b) sum += partial[b * heads + h];
+    dsinks[h] = sum;
+  }
+}
+
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 }  // namespace attnrt::kernels
