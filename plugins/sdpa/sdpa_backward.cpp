@@ -28,14 +28,14 @@ Buffers carve(float* base, const attnrt_attention_desc& d, const Tiles& t) {
   w.q = base;
   w.dout = w.q + t.bwd_q * t.hd_pad;
   w.kt = w.dout + t.bwd_q * t.hv_pad;
-  w.k = w.kt + d.head_dim * t.block_k;
-  w.vt = w.k + t.block_k * t.hd_pad;
-  w.p = w.vt + d.head_dim_v * t.block_k;
-  w.dp = w.p + t.bwd_q * t.block_k;
-  w.capped = w.dp + t.bwd_q * t.block_k;
-  w.dk = w.capped + t.bwd_q * t.block_k;
-  w.dv = w.dk + t.block_k * t.hd_pad;
-  w.dq = w.dv + t.block_k * t.hv_pad;
+  w.k = w.kt + d.head_dim * t.bwd_k;
+  w.vt = w.k + t.bwd_k * t.hd_pad;
+  w.p = w.vt + d.head_dim_v * t.bwd_k;
+  w.dp = w.p + t.bwd_q * t.bwd_k;
+  w.capped = w.dp + t.bwd_q * t.bwd_k;
+  w.dk = w.capped + t.bwd_q * t.bwd_k;
+  w.dv = w.dk + t.bwd_k * t.hd_pad;
+  w.dq = w.dv + t.bwd_k * t.hv_pad;
   return w;
 }
 
@@ -49,8 +49,8 @@ int64_t packed_row(const BackwardProblem& p, int64_t b, int64_t i) {
 void probabilities_and_ds(const BackwardProblem& p, const Tiles& t, const Buffers& w, const TileRow* rows,
                           const float* lse, const float* D, int64_t nq, int64_t b, int64_t k0, int64_t nk) {
   const float softcap = p.desc.softcap;
-  const int64_t bk = t.block_k;
-  transform_scores(w.p, bk, rows, nq, k0, nk, softcap, p.diag_offset(b), softcap > 0.0f ? w.capped : nullptr);
+  const int64_t bk = t.bwd_k;
+  transform_scores(w.p, bk, bk, rows, nq, k0, nk, softcap, p.diag_offset(b), softcap > 0.0f ? w.capped : nullptr);
   for (int64_t r = 0; r < nq; ++r) {
     float* pr = w.p + r * bk;
     float* dsr = w.dp + r * bk;
@@ -79,7 +79,7 @@ void probabilities_and_ds(const BackwardProblem& p, const Tiles& t, const Buffer
 void backward(const BackwardProblem& p, float* workspace, int num_threads) {
   const attnrt_attention_desc& d = p.desc;
   const Tiles t = tiles_for(d);
-  const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group(), bk = t.block_k, bq = t.bwd_q;
+  const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group(), bk = t.bwd_k, bq = t.bwd_q;
   const int64_t total_q = p.lengths.cu_q ? p.lengths.cu_q[d.batch] : static_cast<int64_t>(d.batch) * d.seqlen_q;
   const size_t per_thread = backward_floats_per_thread(d);
   float* D = workspace + per_thread * static_cast<size_t>(num_threads);  // [heads_q, total_q]

@@ -95,19 +95,20 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     // Walk whole packed tiles: start at the tile holding k_lo, mask what lies outside.
     for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
       const int64_t nk = std::min(bk, k_len - k0);
+      const int64_t width = round_up(nk, kGemmTileN);  // short sequences: no work on padding
       const float* kt = tile_of(b, hk, k0 / bk);
       const float* v = kt + hd * bk;
-      gemm_overwrite(s, bk, q, t.hd_pad, 1, kt, bk, rows, bk, hd);
-      transform_scores(s, bk, row_info.data(), rows, k0, nk, d.softcap, p.diag_offset(b), nullptr);
+      gemm_overwrite(s, bk, q, t.hd_pad, 1, kt, bk, rows, width, hd);
+      transform_scores(s, bk, width, row_info.data(), rows, k0, nk, d.softcap, p.diag_offset(b), nullptr);
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * bk;
-        const float m_new = std::max(m[r], row_max(sr, bk));
+        const float m_new = std::max(m[r], row_max(sr, width));
         if (m_new == kNegInf) {  // nothing visible yet: p = 0 for the whole row
-          std::fill(sr, sr + bk, 0.0f);
+          std::fill(sr, sr + width, 0.0f);
           continue;
         }
         const float alpha = std::exp(m[r] - m_new);  // rescales what was summed so far
-        l[r] = l[r] * alpha + exp_subtract_sum(sr, bk, m_new);
+        l[r] = l[r] * alpha + exp_subtract_sum(sr, width, m_new);
         if (alpha != 1.0f) scale_row(o + r * t.hv_pad, t.hv_pad, alpha);
         m[r] = m_new;
       }

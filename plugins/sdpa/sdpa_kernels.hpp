@@ -17,6 +17,7 @@ struct Tiles {
   int64_t rows;      // rows of a forward tile: group * block_q
   int64_t block_k;   // keys per tile, a multiple of kGemmTileN
   int64_t bwd_q;     // queries per backward tile
+  int64_t bwd_k;     // keys per backward tile, a multiple of kGemmTileN
   int64_t hd_pad;    // head_dim rounded up to kGemmTileN
   int64_t hv_pad;    // head_dim_v rounded up to kGemmTileN
 };

@@ -16,7 +16,10 @@ Tiles tiles_for(const attnrt_attention_desc& d) {
   t.block_q = std::max<int64_t>(1, 128 / group);
   t.rows = group * t.block_q;
   t.block_k = 128;
+  // Backward keeps 64 x 64: it holds five score-sized tiles, and short sequences pay for
+  // padded keys in every one of them.
   t.bwd_q = 64;
+  t.bwd_k = 64;
   t.hd_pad = round_up(d.head_dim, kGemmTileN);
   t.hv_pad = round_up(d.head_dim_v, kGemmTileN);
   return t;
@@ -41,9 +44,9 @@ size_t backward_floats_per_thread(const attnrt_attention_desc& d) {
   // q [bwd_q, hd_pad], dout [bwd_q, hv_pad], k^T [hd, block_k], k [block_k, hd_pad],
   // v^T [hv, block_k], p, dp and capped scores [bwd_q, block_k], dk [block_k, hd_pad],
   // dv [block_k, hv_pad], dq [bwd_q, hd_pad]
-  return t.bwd_q * t.hd_pad + t.bwd_q * t.hv_pad + d.head_dim * t.block_k + t.block_k * t.hd_pad +
-         d.head_dim_v * t.block_k + 3 * t.bwd_q * t.block_k + t.block_k * t.hd_pad +
-         t.block_k * t.hv_pad + t.bwd_q * t.hd_pad;
+  return t.bwd_q * t.hd_pad + t.bwd_q * t.hv_pad + d.head_dim * t.bwd_k + t.bwd_k * t.hd_pad +
+         d.head_dim_v * t.bwd_k + 3 * t.bwd_q * t.bwd_k + t.bwd_k * t.hd_pad +
+         t.bwd_k * t.hv_pad + t.bwd_q * t.hd_pad;
 }
 
 size_t backward_floats_shared(const attnrt_attention_desc& d, int64_t total_q) {

@@ -42,11 +42,12 @@ struct TileRow {
   float slope;     // ALiBi slope, 0 without
 };
 
-// s[r][0..ld) holds softmax_scale * q_i . k_(k0+j); turns it into the score of attnrt's
+// s[r][0..width) holds softmax_scale * q_i . k_(k0+j); turns it into the score of attnrt's
 // descriptor, with -inf outside the row's visible keys and beyond key k0 + nk. When `capped`
-// is given it receives softcap * tanh(x / softcap) (backward needs it). ld % 8 == 0.
-inline void transform_scores(float* __restrict s, int64_t ld, const TileRow* rows, int64_t nrows, int64_t k0,
-                             int64_t nk, float softcap, int64_t diag_offset, float* __restrict capped) {
+// is given it receives softcap * tanh(x / softcap) (backward needs it). Rows are ld apart;
+// width % 8 == 0 and width <= ld.
+inline void transform_scores(float* __restrict s, int64_t ld, int64_t width, const TileRow* rows, int64_t nrows,
+                             int64_t k0, int64_t nk, float softcap, int64_t diag_offset, float* __restrict capped) {
   const vec8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
   const vec8f neg_inf = splat8(kNegInf);
   for (int64_t r = 0; r < nrows; ++r) {
@@ -56,8 +57,8 @@ inline void transform_scores(float* __restrict s, int64_t ld, const TileRow* row
     const int32_t diag = static_cast<int32_t>(row.i + diag_offset - k0);
     float* sr = s + r * ld;
     // The common case inside a long sequence: every key of the tile visible, nothing to do.
-    if (softcap <= 0.0f && row.slope == 0.0f && lo <= 0 && hi >= ld) continue;
-    for (int64_t j = 0; j < ld; j += 8) {
+    if (softcap <= 0.0f && row.slope == 0.0f && lo <= 0 && hi >= width) continue;
+    for (int64_t j = 0; j < width; j += 8) {
       vec8f x = load8(sr + j);
       if (softcap > 0.0f) {
         x = softcap * tanh8(x * (1.0f / softcap));
