@@ -3,7 +3,8 @@
 # Builds an attnrt plugin: a shared library lib<attnrt_NAME>.so that exports exactly one
 # symbol (attnrt_plugin_entry; a linker version script hides everything else, including
 # template instantiations that -fvisibility=hidden would leave visible), placed with its
-# manifest in <plugins dir>/<name>/, where the runtime discovers it.
+# manifest in <plugins dir>/<name>/ (attnrt's build) or <binary dir>/<name>/ (an out-of-tree
+# project): a folder that can be dropped into any plugin directory or named by path.
 set(_ATTNRT_PLUGIN_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 function(attnrt_add_plugin)
@@ -12,7 +13,11 @@ function(attnrt_add_plugin)
     message(FATAL_ERROR "attnrt_add_plugin: NAME and SOURCES are required")
   endif()
   if(NOT ARG_OUTPUT_DIR)
-    set(ARG_OUTPUT_DIR ${ATTNRT_PLUGIN_OUTPUT_DIR}/${ARG_NAME})
+    if(ATTNRT_PLUGIN_OUTPUT_DIR)  # inside attnrt's own build
+      set(ARG_OUTPUT_DIR ${ATTNRT_PLUGIN_OUTPUT_DIR}/${ARG_NAME})
+    else()                        # a third-party project using the installed package
+      set(ARG_OUTPUT_DIR ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME})
+    endif()
   endif()
   set(target attnrt_${ARG_NAME})
   add_library(${target} MODULE ${ARG_SOURCES})

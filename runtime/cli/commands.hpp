@@ -13,10 +13,13 @@ struct CommonArgs {
   int threads = 0;
   int iterations = 0;  // 0: the workload's own
   bool matrix = false;
+  std::string junit;    // check: JUnit XML output file
+  double timeout = 0;   // check: seconds per check (0: default)
 };
 
 int list_command(const CommonArgs& args);
 int resolve_command(const CommonArgs& args);
 int run_command(const CommonArgs& args);
+int check_command(const CommonArgs& args);
 
 }  // namespace attnrt::cli

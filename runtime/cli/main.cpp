@@ -65,6 +65,14 @@ int main(int argc, char** argv) {
   run->add_option("--threads", args.threads, "CPU threads per call (0: attnrt.num_threads)")->check(CLI::NonNegativeNumber);
   run->add_option("--iterations", args.iterations, "Timed repeats (0: the workload's)")->check(CLI::NonNegativeNumber);
 
+  auto* check = app.add_subcommand("check", "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
+                                           "support query, bad arguments, threads, determinism (each check in a child process)");
+  check->add_option("args", args.positional, "PLUGIN (name, .so path, plugin directory or org/name) [CONFIG.yaml] [OVERRIDES...]")
+      ->required();
+  check->add_flag("--json", args.json, "Print JSON");
+  check->add_option("--junit", args.junit, "Also write JUnit XML to this file");
+  check->add_option("--timeout", args.timeout, "Seconds per check before it counts as hung")->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
   std::string level = verbose ? "debug" : log_level;
   if (level == "warning") level = "warn";
@@ -73,6 +81,7 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return attnrt::cli::list_command(args);
     if (resolve->parsed()) return attnrt::cli::resolve_command(args);
+    if (check->parsed()) return attnrt::cli::check_command(args);
     return attnrt::cli::run_command(args);
   } catch (const std::exception& e) {
     std::string message = e.what();

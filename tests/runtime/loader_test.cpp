@@ -28,7 +28,7 @@ TEST(Loader, LoadsAPlainCPlugin) {
   EXPECT_EQ(lib->name(), "c_reference");
   EXPECT_EQ(lib->version(), "0.1.0");
   EXPECT_EQ(lib->abi_version(), "1.0");
-  EXPECT_EQ(describe_features(lib->capabilities().features), "gqa, causal, varlen, lse");
+  EXPECT_EQ(describe_features(lib->capabilities().features), "gqa, causal, varlen, lse, deterministic");
   EXPECT_EQ(lib->api().backward, nullptr);
 }
 

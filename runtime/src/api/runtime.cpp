@@ -6,8 +6,13 @@
 namespace attnrt {
 
 std::filesystem::path Runtime::data_dir() {
-  // builtin_plugin_dir() is <libdir>/attnrt/plugins.
-  return Registry::builtin_plugin_dir().parent_path().parent_path().parent_path() / "share" / "attnrt";
+  // builtin_plugin_dir() is <libdir>/attnrt/plugins; <libdir> is <prefix>/lib or, on
+  // multiarch installs, <prefix>/lib/<triplet>.
+  const std::filesystem::path libdir = Registry::builtin_plugin_dir().parent_path().parent_path();
+  for (const auto& prefix : {libdir.parent_path(), libdir.parent_path().parent_path()}) {
+    if (std::filesystem::is_directory(prefix / "share" / "attnrt")) return prefix / "share" / "attnrt";
+  }
+  return libdir.parent_path() / "share" / "attnrt";
 }
 
 Runtime::Runtime(const RuntimeOptions& options) {

@@ -1,0 +1,49 @@
+// attnrt check PLUGIN [--json] [--junit FILE]: the conformance kit (runtime/src/check).
+#include "commands.hpp"
+#include "options.hpp"
+#include "table.hpp"
+
+#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/runtime.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace attnrt::cli {
+
+int check_command(const CommonArgs& args) {
+  if (args.positional.empty()) throw Error("attnrt check needs a plugin: a name, a .so path, a plugin directory or org/name");
+  CommonArgs rest = args;
+  const std::string plugin = rest.positional.front();
+  rest.positional.erase(rest.positional.begin());
+  Runtime rt(runtime_options(rest));  // for plugin_dirs and the search path
+  ConformanceOptions options;
+  if (args.timeout > 0) options.timeout_seconds = args.timeout;
+  const ConformanceReport report = run_conformance(plugin, rt.registry(), options);
+
+  if (!args.junit.empty()) {
+    std::ofstream out(args.junit);
+    if (!out) throw Error("cannot write JUnit XML to '" + args.junit + "'");
+    out << to_junit_xml(report);
+  }
+  if (args.json) {
+    nlohmann::json j{{"plugin", report.plugin}, {"library", report.library}, {"passed", report.passed()}, {"checks", nlohmann::json::array()}};
+    for (const auto& c : report.checks) {
+      j["checks"].push_back({{"name", c.name}, {"result", status_word(c.status)}, {"detail", c.detail}, {"seconds", c.seconds}});
+    }
+    std::puts(j.dump(2).c_str());
+  } else {
+    fmt::print("attnrt check {} ({})\n\n", report.plugin, report.library);
+    Table table({"CHECK", "RESULT", "DETAIL"});
+    for (const auto& c : report.checks) table.add({c.name, status_word(c.status), c.detail});
+    table.print();
+    fmt::print("\n{} passed, {} failed, {} skipped\n", report.count(CheckResult::Status::kPass),
+               report.count(CheckResult::Status::kFail), report.count(CheckResult::Status::kSkip));
+  }
+  return report.passed() ? 0 : 1;
+}
+
+}  // namespace attnrt::cli
