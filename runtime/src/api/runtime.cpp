@@ -18,7 +18,7 @@ std::filesystem::path Runtime::data_dir() {
 Runtime::Runtime(const RuntimeOptions& options) {
   config_ = Config::from_string(std::string(embedded_config("runtime_defaults.yaml")), "<embedded:runtime_defaults.yaml>");
   if (options.config_files.empty() && options.use_embedded_default) {
-    config_.merge(Config::from_string(std::string(embedded_config("default.yaml")), "<embedded:default.yaml>", data_dir()));
+    config_.merge(Config::from_string(std::string(embedded_config("default.yaml")), "<embedded:default.yaml>"));
   }
   for (const auto& file : options.config_files) config_.merge(Config::from_file(file));
   for (const auto& text : options.overrides) config_.apply_override(text);

@@ -27,7 +27,7 @@ std::vector<std::string> split_path(const std::string& dotted) {
 
 Config::Config() : root_(YAML::NodeType::Map) {}
 
-Config Config::from_string(const std::string& text, const std::string& name, const fs::path& base_dir) {
+Config Config::from_string(const std::string& text, const std::string& name) {
   Config c;
   try {
     YAML::Node node = YAML::Load(text);
@@ -37,8 +37,6 @@ Config Config::from_string(const std::string& text, const std::string& name, con
   } catch (const YAML::ParserException& e) {
     throw Error(fmt::format("{}:{}:{}: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  c.base_dir_ = base_dir;
-  c.sources_.push_back(name);
   c.record_origins(c.root_, "", name);
   return c;
 }
@@ -48,7 +46,7 @@ Config Config::from_file(const fs::path& path) {
   if (!in) throw Error(path.string() + ": cannot open config file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return from_string(ss.str(), path.string(), fs::absolute(path).parent_path());
+  return from_string(ss.str(), path.string());
 }
 
 void Config::record_origins(const YAML::Node& node, const std::string& prefix, const std::string& file) {
@@ -81,8 +79,6 @@ void merge_into(YAML::Node target, const YAML::Node& upper) {
 void Config::merge(const Config& upper) {
   merge_into(root_, upper.root_);
   for (const auto& [path, origin] : upper.origins_) origins_[path] = origin;
-  if (!upper.base_dir_.empty()) base_dir_ = upper.base_dir_;
-  sources_.insert(sources_.end(), upper.sources_.begin(), upper.sources_.end());
 }
 
 YAML::Node Config::at(const std::string& dotted) const {

@@ -26,14 +26,4 @@ ParsedValue classify_value(const std::string& value) {
   return v;
 }
 
-const char* value_form_name(ValueForm form) {
-  switch (form) {
-    case ValueForm::kAuto: return "auto";
-    case ValueForm::kName: return "name";
-    case ValueForm::kPath: return "path";
-    case ValueForm::kHub: return "hub";
-  }
-  return "?";
-}
-
 }  // namespace attnrt

@@ -58,8 +58,4 @@ inline vec8f tanh8(vec8f x) {
 inline vec8f load8(const float* p) { return *reinterpret_cast<const vec8f*>(p); }
 inline void store8(float* p, vec8f v) { *reinterpret_cast<vec8f*>(p) = v; }
 
-// Scalar forms for tails, the same arithmetic.
-inline float fast_exp(float x) { return exp8(splat8(x))[0]; }
-inline float fast_tanh(float x) { return tanh8(splat8(x))[0]; }
-
 }  // namespace attnrt::kernels

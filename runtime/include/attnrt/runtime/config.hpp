@@ -25,10 +25,10 @@ struct Origin {
 class Config {
  public:
   Config();
-  // Parses YAML text; `name` is used in messages and as the origin's file. Relative paths in
-  // the config resolve against `base_dir`. Throws attnrt::Error "name:line:col: message".
-  static Config from_string(const std::string& text, const std::string& name,
-                            const std::filesystem::path& base_dir = {});
+  // Parses YAML text; `name` is used in messages and as the origin's file (relative paths in
+  // a config resolve against the folder of the file that set them). Throws attnrt::Error
+  // "name:line:col: message".
+  static Config from_string(const std::string& text, const std::string& name);
   static Config from_file(const std::filesystem::path& path);
 
   // Deep merge: mappings merge key by key; scalars and sequences of `upper` replace.
@@ -38,24 +38,18 @@ class Config {
   void apply_override(const std::string& text);
 
   const YAML::Node& root() const { return root_; }
-  YAML::Node& mutable_root() { return root_; }
   // Node at a dotted path (invalid Node when absent).
   YAML::Node at(const std::string& dotted) const;
   // Where the key at a dotted path was set (empty Origin when unknown).
   Origin origin(const std::string& dotted) const;
   void set_origin(const std::string& dotted, Origin origin);
   void erase_origins_under(const std::string& dotted);
-  const std::filesystem::path& base_dir() const { return base_dir_; }
-  // The file names that went into this config, in order of precedence (lowest first).
-  const std::vector<std::string>& sources() const { return sources_; }
 
  private:
   void record_origins(const YAML::Node& node, const std::string& prefix, const std::string& file);
 
   YAML::Node root_;
   std::map<std::string, Origin> origins_;
-  std::filesystem::path base_dir_;
-  std::vector<std::string> sources_;
 };
 
 // Splits "a.b.c" into {"a", "b", "c"}.

@@ -34,7 +34,6 @@ struct ParsedValue {
 };
 
 ParsedValue classify_value(const std::string& value);
-const char* value_form_name(ValueForm form);
 
 struct Attempt {
   std::string candidate;  // name, path or org/name
