@@ -28,7 +28,9 @@ function(attnrt_add_plugin)
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
-    LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR})
+    LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR}
+    # Installed as <libdir>/attnrt/plugins/<name>/: libraries shipped beside libattnrt resolve.
+    INSTALL_RPATH "$ORIGIN/../../..")
   target_link_options(${target} PRIVATE
     "LINKER:--version-script=${_ATTNRT_PLUGIN_CMAKE_DIR}/plugin.map" "LINKER:--no-undefined")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${_ATTNRT_PLUGIN_CMAKE_DIR}/plugin.map)

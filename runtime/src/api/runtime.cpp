@@ -4,6 +4,20 @@
 #include <spdlog/spdlog.h>
 
 namespace attnrt {
+namespace {
+
+bool any_plugin_runs_on_cuda(Registry& registry) {
+  for (const PluginRecord& record : registry.plugins()) {
+    try {
+      if (registry.load(record)->capabilities().devices & ATTNRT_DEVICE_BIT_CUDA) return true;
+    } catch (const Error&) {
+      // An unloadable plugin cannot run anywhere; resolution reports it where it is asked for.
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 std::filesystem::path Runtime::data_dir() {
   // builtin_plugin_dir() is <libdir>/attnrt/plugins; <libdir> is <prefix>/lib or, on
@@ -43,7 +57,12 @@ Runtime::Runtime(const RuntimeOptions& options) {
   registry_ = std::make_unique<Registry>(dirs);
   for (const std::string& problem : registry_->scan_problems()) spdlog::debug("plugin scan: {}", problem);
 
-  const DeviceInfo device = select_device(settings_.device, probe_devices());
+  DeviceInfo device = select_device(settings_.device, probe_devices());
+  if (settings_.device == "auto" && device.dl.device_type == kDLCUDA && !any_plugin_runs_on_cuda(*registry_)) {
+    // A GPU with no plugin for it would make every site fail; auto means "where attnrt can run".
+    spdlog::info("device auto: {} ({}) found, but no installed plugin supports CUDA; using cpu", device.label(), device.name);
+    device = probe_devices().cpu;
+  }
   resolver_ = std::make_unique<Resolver>(*registry_, settings_, deprecations, rules_, device);
 
   sites_ = find_sites(config_, deprecations, settings_.default_implementation);
