@@ -1,6 +1,8 @@
 // Backward: FlashAttention-2, Algorithm 2, split into passes that never write the same row
 // from two threads, so the result is deterministic without atomics:
-//   pass 0, per (sequence, head):            D_i = dout_i . out_i, and dsinks partial sums
+//   pass 0, per (sequence, head):            D_i = dout_i . out_i, dsinks partial sums, and
+//                                            q (scaled) and dout packed once as fp32 rows;
+//            per (sequence, kv head, k block): k^T, k and v^T packed once
 //   pass 1, per (sequence, kv head, k block): dk, dv summed over every query that sees the block
 //   pass 2, per (sequence, head, q block):    dq summed over the key blocks the queries see
 // p is recomputed from q, k and the forward's LSE; ds = p (dp - D) carries softcap's chain rule.
@@ -20,17 +22,12 @@ using namespace attnrt::kernels;
 namespace {
 
 struct Buffers {
-  float *q, *dout, *kt, *k, *vt, *p, *dp, *capped, *dk, *dv, *dq;
+  float *p, *dp, *capped, *dk, *dv, *dq;
 };
 
-Buffers carve(float* base, const attnrt_attention_desc& d, const Tiles& t) {
+Buffers carve(float* base, const Tiles& t) {
   Buffers w{};
-  w.q = base;
-  w.dout = w.q + t.bwd_q * t.hd_pad;
-  w.kt = w.dout + t.bwd_q * t.hv_pad;
-  w.k = w.kt + d.head_dim * t.bwd_k;
-  w.vt = w.k + t.bwd_k * t.hd_pad;
-  w.p = w.vt + d.head_dim_v * t.bwd_k;
+  w.p = base;
   w.dp = w.p + t.bwd_q * t.bwd_k;
   w.capped = w.dp + t.bwd_q * t.bwd_k;
   w.dk = w.capped + t.bwd_q * t.bwd_k;
@@ -83,8 +80,17 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
   const int64_t total_q = p.lengths.cu_q ? p.lengths.cu_q[d.batch] : static_cast<int64_t>(d.batch) * d.seqlen_q;
   const size_t per_thread = backward_floats_per_thread(d);
   float* D = workspace + per_thread * static_cast<size_t>(num_threads);  // [heads_q, total_q]
-  float* dsink_partial = D + static_cast<size_t>(d.heads_q) * total_q;    // [batch, heads_q]
+  float* q_rows = D + static_cast<size_t>(d.heads_q) * total_q;          // [heads_q, total_q, hd_pad]
+  float* dout_rows = q_rows + static_cast<size_t>(d.heads_q) * total_q * t.hd_pad;  // [.., hv_pad]
+  float* kv_tiles = dout_rows + static_cast<size_t>(d.heads_q) * total_q * t.hv_pad;
+  const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
+  const int64_t tile_floats = static_cast<int64_t>(backward_tile_floats(d));
+  float* dsink_partial = kv_tiles + static_cast<size_t>(d.batch) * tiles_per_seq * d.heads_kv * tile_floats;  // [batch, heads_q]
   const int64_t batch_heads = static_cast<int64_t>(d.batch) * d.heads_q;
+  // Packed operands of query rows (b, i..) of head h, and of key tile (b, hk, kb).
+  auto q_at = [&](int64_t b, int64_t h, int64_t i) { return q_rows + (h * total_q + packed_row(p, b, i)) * t.hd_pad; };
+  auto dout_at = [&](int64_t b, int64_t h, int64_t i) { return dout_rows + (h * total_q + packed_row(p, b, i)) * t.hv_pad; };
+  auto tile_at = [&](int64_t b, int64_t hk, int64_t kb) { return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats; };
 
   // Pass 0: D and the sink gradient dsink_h = -sum_i exp(sink_h - lse_i) D_i.
 #pragma omp parallel for num_threads(num_threads) schedule(static)
@@ -102,6 +108,22 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
       if (p.sinks && lse != kNegInf) dsink -= std::exp(p.sinks[h] - lse) * sum;
     }
     dsink_partial[bh] = dsink;
+    const int64_t q_len = p.lengths.q_len(b);
+    if (q_len > 0) {
+      pack_rows(p.q, d.dtype, b, h, 0, q_len, hd, d.softmax_scale, q_at(b, h, 0), t.hd_pad);
+      pack_rows(p.dout, d.dtype, b, h, 0, q_len, hv, 1.0f, dout_at(b, h, 0), t.hv_pad);
+    }
+  }
+  const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
+#pragma omp parallel for num_threads(num_threads) schedule(static)
+  for (int64_t item = 0; item < pack_items; ++item) {
+    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv, b = item / tiles_per_seq / d.heads_kv;
+    const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
+    if (nk <= 0) continue;
+    float* tile = tile_at(b, hk, kb);
+    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);                 // k^T [hd, bk]
+    pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, tile + hd * bk, t.hd_pad);       // k [bk, hd_pad]
+    pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, tile + hd * bk + bk * t.hd_pad, bk);  // v^T [hv, bk]
   }
 
   // Pass 1: dk and dv of one key block, over every query head of its group and every query
@@ -116,9 +138,9 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     const auto [bb, kb] = k_blocks[item / d.heads_kv];
     const int64_t b = bb, hk = item % d.heads_kv, k0 = static_cast<int64_t>(kb) * bk;
     const int64_t q_len = p.lengths.q_len(b), nk = std::min(bk, p.lengths.k_len(b) - k0);
-    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, d, t);
-    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, w.kt, bk);
-    pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, w.vt, bk);
+    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
+    const float* kt = tile_at(b, hk, kb);
+    const float* vt = kt + hd * bk + bk * t.hd_pad;
     std::fill(w.dk, w.dk + bk * t.hd_pad, 0.0f);
     std::fill(w.dv, w.dv + bk * t.hv_pad, 0.0f);
     std::vector<TileRow> rows(bq);
@@ -136,15 +158,13 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
           Drow[r] = D[h * total_q + packed_row(p, b, q0 + r)];
         }
         if (!any) continue;
-        pack_rows(p.q, d.dtype, b, h, q0, nq, hd, d.softmax_scale, w.q, t.hd_pad);
-        pack_rows(p.dout, d.dtype, b, h, q0, nq, hv, 1.0f, w.dout, t.hv_pad);
-        std::fill(w.p, w.p + nq * bk, 0.0f);
-        gemm_accumulate(w.p, bk, w.q, t.hd_pad, 1, w.kt, bk, nq, bk, hd);       // s = q k^T
-        std::fill(w.dp, w.dp + nq * bk, 0.0f);
-        gemm_accumulate(w.dp, bk, w.dout, t.hv_pad, 1, w.vt, bk, nq, bk, hv);   // dp = dout v^T
+        const float* q = q_at(b, h, q0);
+        const float* dout = dout_at(b, h, q0);
+        gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);            // s = q k^T
+        gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);        // dp = dout v^T
         probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-        gemm_accumulate(w.dv, t.hv_pad, w.p, 1, bk, w.dout, t.hv_pad, nk, t.hv_pad, nq);  // dv += p^T dout
-        gemm_accumulate(w.dk, t.hd_pad, w.dp, 1, bk, w.q, t.hd_pad, nk, t.hd_pad, nq);    // dk += ds^T q
+        gemm_accumulate(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq);  // dv += p^T dout
+        gemm_accumulate(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq);    // dk += ds^T q
       }
     }
     // q was pre-scaled by softmax_scale, so dk already carries the scale.
@@ -165,7 +185,7 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     const auto [bb, qb] = q_blocks[item / d.heads_q];
     const int64_t b = bb, h = item % d.heads_q, hk = h / group, q0 = static_cast<int64_t>(qb) * bq;
     const int64_t nq = std::min(bq, p.lengths.q_len(b) - q0);
-    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, d, t);
+    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
     const float slope = alibi_slope(p.alibi, b, h);
     std::vector<TileRow> rows(nq);
     float lse[64], Drow[64];
@@ -180,20 +200,19 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
       lse[r] = p.lse.at(b, h, q0 + r);
       Drow[r] = D[h * total_q + packed_row(p, b, q0 + r)];
     }
-    pack_rows(p.q, d.dtype, b, h, q0, nq, hd, d.softmax_scale, w.q, t.hd_pad);
-    pack_rows(p.dout, d.dtype, b, h, q0, nq, hv, 1.0f, w.dout, t.hv_pad);
+    const float* q = nq > 0 ? q_at(b, h, q0) : nullptr;
+    const float* dout = nq > 0 ? dout_at(b, h, q0) : nullptr;
     std::fill(w.dq, w.dq + nq * t.hd_pad, 0.0f);
-    for (int64_t k0 = k_lo; k0 < k_hi; k0 += bk) {
-      const int64_t nk = std::min(bk, k_hi - k0);
-      pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, w.kt, bk);
-      pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, w.k, t.hd_pad);
-      pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, w.vt, bk);
-      std::fill(w.p, w.p + nq * bk, 0.0f);
-      gemm_accumulate(w.p, bk, w.q, t.hd_pad, 1, w.kt, bk, nq, bk, hd);
-      std::fill(w.dp, w.dp + nq * bk, 0.0f);
-      gemm_accumulate(w.dp, bk, w.dout, t.hv_pad, 1, w.vt, bk, nq, bk, hv);
+    // Whole packed tiles from the one holding k_lo; the mask covers what lies outside.
+    for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
+      const int64_t nk = std::min(bk, p.lengths.k_len(b) - k0);
+      const float* kt = tile_at(b, hk, k0 / bk);
+      const float* k = kt + hd * bk;
+      const float* vt = k + bk * t.hd_pad;
+      gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);
+      gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);
       probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-      gemm_accumulate(w.dq, t.hd_pad, w.dp, bk, 1, w.k, t.hd_pad, nq, t.hd_pad, nk);  // dq += ds k
+      gemm_accumulate(w.dq, t.hd_pad, w.dp, bk, 1, k, t.hd_pad, nq, t.hd_pad, nk);  // dq += ds k
     }
     // ds is the gradient of the scaled score, so dq = softmax_scale * ds k.
     for (int64_t r = 0; r < nq; ++r) {

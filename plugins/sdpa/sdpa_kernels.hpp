@@ -31,6 +31,8 @@ size_t forward_floats_shared(const attnrt_attention_desc& desc);
 size_t backward_floats_per_thread(const attnrt_attention_desc& desc);
 // Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded).
 size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q);
+// Floats of one packed backward key tile: k^T, k and v^T.
+size_t backward_tile_floats(const attnrt_attention_desc& desc);
 
 void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads);
 void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads);

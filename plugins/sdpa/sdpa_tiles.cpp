@@ -41,17 +41,24 @@ size_t forward_floats_shared(const attnrt_attention_desc& d) {
 
 size_t backward_floats_per_thread(const attnrt_attention_desc& d) {
   const Tiles t = tiles_for(d);
-  // q [bwd_q, hd_pad], dout [bwd_q, hv_pad], k^T [hd, block_k], k [block_k, hd_pad],
-  // v^T [hv, block_k], p, dp and capped scores [bwd_q, block_k], dk [block_k, hd_pad],
-  // dv [block_k, hv_pad], dq [bwd_q, hd_pad]
-  return t.bwd_q * t.hd_pad + t.bwd_q * t.hv_pad + d.head_dim * t.bwd_k + t.bwd_k * t.hd_pad +
-         d.head_dim_v * t.bwd_k + 3 * t.bwd_q * t.bwd_k + t.bwd_k * t.hd_pad +
-         t.bwd_k * t.hv_pad + t.bwd_q * t.hd_pad;
+  // p, dp and capped scores [bwd_q, bwd_k], dk [bwd_k, hd_pad], dv [bwd_k, hv_pad],
+  // dq [bwd_q, hd_pad]
+  return 3 * t.bwd_q * t.bwd_k + t.bwd_k * t.hd_pad + t.bwd_k * t.hv_pad + t.bwd_q * t.hd_pad;
+}
+
+size_t backward_tile_floats(const attnrt_attention_desc& d) {
+  const Tiles t = tiles_for(d);
+  return t.bwd_k * (d.head_dim + t.hd_pad + d.head_dim_v);
 }
 
 size_t backward_floats_shared(const attnrt_attention_desc& d, int64_t total_q) {
-  // D = rowsum(dout * out) for every (head, query row); dsinks partial sums [batch, heads_q]
-  return static_cast<size_t>(d.heads_q) * total_q + static_cast<size_t>(d.batch) * d.heads_q;
+  const Tiles t = tiles_for(d);
+  // Per (head, query row): D = rowsum(dout * out), q * softmax_scale [hd_pad], dout [hv_pad].
+  // Per key tile of every (sequence, kv head): k^T [hd, bwd_k], k [bwd_k, hd_pad],
+  // v^T [hv, bwd_k]. dsinks partial sums [batch, heads_q].
+  const size_t rows = static_cast<size_t>(d.heads_q) * total_q;
+  const size_t tiles = static_cast<size_t>(d.batch) * ((d.seqlen_k + t.bwd_k - 1) / t.bwd_k) * d.heads_kv;
+  return rows * (1 + t.hd_pad + t.hv_pad) + tiles * backward_tile_floats(d) + static_cast<size_t>(d.batch) * d.heads_q;
 }
 
 }  // namespace attnrt::plugins::sdpa
