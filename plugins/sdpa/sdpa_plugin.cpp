@@ -27,6 +27,10 @@ int64_t packed_queries(const attnrt_attention_desc& d, const DLTensor* q) {
   return d.is_varlen ? q->shape[0] : static_cast<int64_t>(d.batch) * d.seqlen_q;
 }
 
+size_t backward_bytes(const attnrt_attention_desc& d, size_t threads, int64_t total_q) {
+  return sizeof(float) * (threads * backward_floats_per_thread(d) + backward_floats_shared(d, total_q));
+}
+
 class SdpaPlugin {
  public:
   static constexpr const char* kName = "sdpa";
@@ -64,7 +68,7 @@ class SdpaPlugin {
     // Without the q tensor, size the shared part for the largest packed length the descriptor
     // allows (batch * max_seqlen_q, also an upper bound for varlen).
     const int64_t total_q = static_cast<int64_t>(d.batch) * d.seqlen_q;
-    return sizeof(float) * (threads * backward_floats_per_thread(d) + backward_floats_shared(d, total_q));
+    return backward_bytes(d, threads, total_q);
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
@@ -82,9 +86,7 @@ class SdpaPlugin {
       throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "backward through a paged KV cache is not supported");
     }
     const int threads = kernels::resolve_threads(e.num_threads);
-    const size_t need = sizeof(float) * (static_cast<size_t>(threads) * backward_floats_per_thread(d) +
-                                         backward_floats_shared(d, packed_queries(d, a.q)));
-    sdk::require_workspace(e, need, threads);
+    sdk::require_workspace(e, backward_bytes(d, static_cast<size_t>(threads), packed_queries(d, a.q)), threads);
     sdpa::backward(kernels::make_backward_problem(d, a), static_cast<float*>(e.workspace), threads);
   }
 

@@ -126,10 +126,9 @@ int list_command(const CommonArgs& args) {
       return false;
     }
   };
-  Table matrix({"IMPLEMENTATION"});
   std::vector<std::string> header = {"IMPLEMENTATION"};
   for (const Column& c : columns) header.push_back(c.label + (c.here ? " (here)" : ""));
-  matrix = Table(header);
+  Table matrix(header);
   j["matrix"] = nlohmann::json::object();
   for (const std::string& name : names) {
     std::vector<std::string> row = {name};

@@ -14,9 +14,6 @@
 #include <nlohmann/json.hpp>
 
 namespace attnrt::cli {
-
-nlohmann::json resolution_json(const Resolution& r);
-
 namespace {
 
 std::string bytes(double b) {

@@ -2,10 +2,19 @@
 // stop a command are thrown as attnrt::Error and printed once by main().
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
+namespace attnrt {
+struct Resolution;
+}
+
 namespace attnrt::cli {
+
+// A resolution as JSON (resolve --json, run --json): request, choice, every attempt's reason.
+nlohmann::json resolution_json(const Resolution& r);
 
 struct CommonArgs {
   std::vector<std::string> positional;  // CONFIG files (*.yaml / *.yml) and overrides, in order

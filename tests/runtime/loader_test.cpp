@@ -4,6 +4,7 @@
 #include <attnrt/runtime/host_tensor.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 #include <attnrt/runtime/registry.hpp>
+#include <attnrt/runtime/workload.hpp>
 
 #include <gtest/gtest.h>
 
@@ -54,42 +55,21 @@ TEST(Loader, MissingFileAndDirectory) {
 
 TEST(Loader, PluginErrorsComeBackAsErrorsWithTheirMessages) {
   Backend failing(PluginLibrary::open(fixtures() / "broken/failing/libattnrt_failing.so"));
-  attnrt_attention_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = ATTNRT_DTYPE_FP32;
-  d.head_dim = d.head_dim_v = 8;
-  d.heads_q = d.heads_kv = 1;
-  d.batch = 1;
-  d.seqlen_q = d.seqlen_k = 4;
-  d.softmax_scale = 0.35f;
-  d.window_left = d.window_right = -1;
-  d.return_lse = 1;
-  d.device = DLDevice{kDLCPU, 0};
-  HostTensor q({1, 4, 1, 8}, dl_float32()), k = q, v = q, out = q, lse({1, 1, 4}, dl_float32());
-  attnrt_forward_args a{};
-  a.struct_size = sizeof a;
-  a.q = q.dl();
-  a.k = k.dl();
-  a.v = v.dl();
-  a.out = out.dl();
-  a.lse = lse.dl();
+  WorkloadSpec spec;
+  spec.batch = 1;
+  spec.seqlen_q = 4;
+  spec.heads_q = 1;
+  spec.head_dim = 8;
+  Workload w = make_workload(spec);
+  const attnrt_attention_desc d = w.desc;
+  const attnrt_forward_args a = w.forward_args();
   try {
     failing.forward(d, a);
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "failing: forward failed (internal error): kernel exploded on purpose");
   }
-  attnrt_backward_args b{};
-  b.struct_size = sizeof b;
-  b.dout = out.dl();
-  b.q = q.dl();
-  b.k = k.dl();
-  b.v = v.dl();
-  b.out = out.dl();
-  b.lse = lse.dl();
-  b.dq = q.dl();
-  b.dk = k.dl();
-  b.dv = v.dl();
+  const attnrt_backward_args b = w.backward_args();
   try {
     failing.backward(d, b);
     FAIL();

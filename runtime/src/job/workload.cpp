@@ -304,6 +304,17 @@ Workload make_workload(const WorkloadSpec& spec) {
 
 namespace {
 const DLTensor* opt(const HostTensor& t) { return t.empty() ? nullptr : t.dl(); }
+
+// The optional inputs forward and backward share.
+template <class Args>
+void set_optional_inputs(Args& a, const Workload& w) {
+  a.sinks = opt(w.sinks);
+  a.alibi_slopes = opt(w.alibi_slopes);
+  a.cu_seqlens_q = opt(w.cu_seqlens_q);
+  a.cu_seqlens_k = opt(w.cu_seqlens_k);
+  a.seqused_k = opt(w.seqused_k);
+  a.block_table = opt(w.block_table);
+}
 }  // namespace
 
 attnrt_forward_args Workload::forward_args() {
@@ -314,12 +325,7 @@ attnrt_forward_args Workload::forward_args() {
   a.v = v.dl();
   a.out = out.dl();
   a.lse = desc.return_lse ? lse.dl() : nullptr;
-  a.sinks = opt(sinks);
-  a.alibi_slopes = opt(alibi_slopes);
-  a.cu_seqlens_q = opt(cu_seqlens_q);
-  a.cu_seqlens_k = opt(cu_seqlens_k);
-  a.seqused_k = opt(seqused_k);
-  a.block_table = opt(block_table);
+  set_optional_inputs(a, *this);
   return a;
 }
 
@@ -336,12 +342,7 @@ attnrt_backward_args Workload::backward_args() {
   a.dk = dk.dl();
   a.dv = dv.dl();
   a.dsinks = desc.has_sinks ? dsinks.dl() : nullptr;
-  a.sinks = opt(sinks);
-  a.alibi_slopes = opt(alibi_slopes);
-  a.cu_seqlens_q = opt(cu_seqlens_q);
-  a.cu_seqlens_k = opt(cu_seqlens_k);
-  a.seqused_k = opt(seqused_k);
-  a.block_table = opt(block_table);
+  set_optional_inputs(a, *this);
   return a;
 }
 
