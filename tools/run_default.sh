@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install_deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_BUILD_TESTS=OFF > /dev/null
-cmake --build build --target attnrt_cli attnrt_eager attnrt_sdpa
+cmake --build build  # runtime, CLI, CPU plugins, and the CUDA plugins when nvcc is found
 exec build/bin/attnrt run "$@"

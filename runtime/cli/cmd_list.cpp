@@ -114,7 +114,7 @@ int list_command(const CommonArgs& args) {
   for (const auto& [dev, chain] : rt.settings().fallback) for (const auto& n : chain) add_name(n);
 
   auto usable_on = [&](const std::string& name, const Column& col, std::string* why) -> bool {
-    const PluginRecord* rec = reg.find(name);
+    const PluginRecord* rec = reg.find(name, col.cuda ? "cuda" : "cpu");
     if (!rec) { *why = "not installed"; return false; }
     try {
       auto lib = reg.load(*rec);

@@ -26,7 +26,21 @@ struct CommonArgs {
   double timeout = 0;   // check: seconds per check (0: default)
 };
 
+// attnrt bench: the FlashAttention papers' shapes (see cmd_bench.cpp).
+struct BenchArgs {
+  std::string backends = "flash_attention_2";
+  std::string hdims = "64,128";
+  std::string seqlens = "512,1024,2048,4096,8192,16384";
+  std::string masks = "both";  // none | causal | both
+  std::string dtype = "bf16";
+  int tokens = 16384, hidden = 2048;
+  int warmup = 5, iterations = 30;
+  bool forward = true, backward = true;
+  std::string csv;
+};
+
 int list_command(const CommonArgs& args);
+int bench_command(const CommonArgs& args, const BenchArgs& bench);
 int resolve_command(const CommonArgs& args);
 int run_command(const CommonArgs& args);
 int check_command(const CommonArgs& args);

@@ -73,6 +73,24 @@ int main(int argc, char** argv) {
   check->add_option("--junit", args.junit, "Also write JUnit XML to this file");
   check->add_option("--timeout", args.timeout, "Seconds per check before it counts as hung")->check(CLI::PositiveNumber);
 
+  attnrt::cli::BenchArgs bench_args;
+  auto* bench = app.add_subcommand("bench", "Time backends on FlashAttention's benchmark shapes (CUDA events on a GPU); "
+                                            "TFLOP/s per case, CSV/JSON");
+  bench->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...] (e.g. attnrt.device=cuda)");
+  bench->add_option("--backends", bench_args.backends, "Comma-separated plugin names")->capture_default_str();
+  bench->add_option("--hdim", bench_args.hdims, "Comma-separated head dims")->capture_default_str();
+  bench->add_option("--seqlen", bench_args.seqlens, "Comma-separated sequence lengths")->capture_default_str();
+  bench->add_option("--mask", bench_args.masks, "none, causal or both")->capture_default_str();
+  bench->add_option("--dtype", bench_args.dtype, "fp16, bf16 or fp32")->capture_default_str();
+  bench->add_option("--tokens", bench_args.tokens, "batch x seqlen")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_option("--hidden", bench_args.hidden, "heads x head_dim")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_option("--warmup", bench_args.warmup, "Untimed calls first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench->add_option("--iterations", bench_args.iterations, "Timed calls (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_flag("!--no-forward", bench_args.forward, "Skip the forward pass");
+  bench->add_flag("!--no-backward", bench_args.backward, "Skip the backward pass");
+  bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
+  bench->add_flag("--json", args.json, "Print JSON");
+
   CLI11_PARSE(app, argc, argv);
   std::string level = verbose ? "debug" : log_level;
   if (level == "warning") level = "warn";
@@ -82,6 +100,7 @@ int main(int argc, char** argv) {
     if (list->parsed()) return attnrt::cli::list_command(args);
     if (resolve->parsed()) return attnrt::cli::resolve_command(args);
     if (check->parsed()) return attnrt::cli::check_command(args);
+    if (bench->parsed()) return attnrt::cli::bench_command(args, bench_args);
     return attnrt::cli::run_command(args);
   } catch (const std::exception& e) {
     std::string message = e.what();

@@ -65,11 +65,24 @@ void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int n
   const attnrt_status status =
       library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, bytes, &err.message);
   if (status != ATTNRT_OK) fail("workspace_size", status, err.text);
-  if (desc.device.device_type != kDLCPU && *bytes > 0) {
-    throw Error(name() + ": workspace on " + sdk::device_name(desc.device) +
-                " needs the CUDA runtime, which this build of libattnrt does not load");
-  }
   workspace_used_ = *bytes;
+  if (desc.device.device_type == kDLCUDA) {
+    if (*bytes == 0) return nullptr;
+    const DLDevice have = cuda_workspace_.device();
+    if (*bytes > cuda_workspace_.size() || have.device_id != desc.device.device_id) {
+      // Freed before the new allocation: the old one may be most of the device's memory.
+      cuda_workspace_ = CudaBuffer();
+      try {
+        cuda_workspace_ = CudaBuffer(desc.device, (*bytes + 255) / 256 * 256);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: workspace of {} bytes: {}", name(), *bytes, e.what()));
+      }
+    }
+    return cuda_workspace_.data();
+  }
+  if (desc.device.device_type != kDLCPU) {
+    throw Error(name() + ": workspace on " + sdk::device_name(desc.device) + " is not supported by attnrt");
+  }
   if (*bytes > workspace_capacity_) {
     const size_t rounded = (*bytes + 255) / 256 * 256;
     workspace_.reset(std::aligned_alloc(256, rounded));

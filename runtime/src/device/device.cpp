@@ -1,8 +1,8 @@
-// CUDA probing through the driver API, opened with Boost.DLL at run time (no link to CUDA).
+// CUDA probing through the driver API, opened at run time (no link to CUDA; src/cuda).
+#include "../cuda/cuda_driver.hpp"
+
 #include <attnrt/runtime/device.hpp>
 #include <attnrt/runtime/error.hpp>
-
-#include <boost/dll/shared_library.hpp>
 
 #include <fmt/format.h>
 
@@ -11,9 +11,6 @@
 namespace attnrt {
 namespace {
 
-// The few driver entry points used, with the driver API's C signatures (cuda.h).
-using CUresult = int;
-using CUdevice = int;
 constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 
@@ -22,49 +19,34 @@ DeviceInventory probe() {
   const unsigned threads = std::thread::hardware_concurrency();
   inv.cpu.dl = DLDevice{kDLCPU, 0};
   inv.cpu.name = fmt::format("cpu ({} threads)", threads);
-  boost::dll::shared_library driver;
+  const cuda::Driver* d = nullptr;
   try {
-    driver.load("libcuda.so.1", boost::dll::load_mode::search_system_folders | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception&) {
-    inv.cuda_status = "no CUDA driver (libcuda.so.1 not found)";
+    d = &cuda::driver();
+  } catch (const Error& e) {
+    inv.cuda_status = e.what();
     return inv;
   }
-  try {
-    auto cuInit = driver.get<CUresult(unsigned)>("cuInit");
-    auto cuDriverGetVersion = driver.get<CUresult(int*)>("cuDriverGetVersion");
-    auto cuDeviceGetCount = driver.get<CUresult(int*)>("cuDeviceGetCount");
-    auto cuDeviceGet = driver.get<CUresult(CUdevice*, int)>("cuDeviceGet");
-    auto cuDeviceGetName = driver.get<CUresult(char*, int, CUdevice)>("cuDeviceGetName");
-    auto cuDeviceGetAttribute = driver.get<CUresult(int*, int, CUdevice)>("cuDeviceGetAttribute");
-    auto cuDeviceTotalMem = driver.get<CUresult(size_t*, CUdevice)>("cuDeviceTotalMem_v2");
-    if (CUresult r = cuInit(0); r != 0) {
-      inv.cuda_status = fmt::format("CUDA driver present but cuInit failed (CUresult {}): no usable GPU", r);
-      return inv;
-    }
-    int version = 0, count = 0;
-    cuDriverGetVersion(&version);
-    cuDeviceGetCount(&count);
-    for (int i = 0; i < count; ++i) {
-      CUdevice dev = 0;
-      if (cuDeviceGet(&dev, i) != 0) continue;
-      char name[256] = {0};
-      int major = 0, minor = 0;
-      size_t mem = 0;
-      cuDeviceGetName(name, sizeof name, dev);
-      cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev);
-      cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, dev);
-      cuDeviceTotalMem(&mem, dev);
-      DeviceInfo info;
-      info.dl = DLDevice{kDLCUDA, i};
-      info.name = name;
-      info.cuda_arch = major * 10 + minor;
-      info.memory_bytes = mem;
-      inv.cuda.push_back(info);
-    }
-    inv.cuda_status = fmt::format("{} CUDA device(s), driver {}.{}", inv.cuda.size(), version / 1000, (version % 1000) / 10);
-  } catch (const std::exception& e) {
-    inv.cuda_status = std::string("CUDA driver is missing an entry point: ") + e.what();
+  int version = 0, count = 0;
+  d->cuDriverGetVersion(&version);
+  d->cuDeviceGetCount(&count);
+  for (int i = 0; i < count; ++i) {
+    int dev = 0;
+    if (d->cuDeviceGet(&dev, i) != 0) continue;
+    char name[256] = {0};
+    int major = 0, minor = 0;
+    size_t mem = 0;
+    d->cuDeviceGetName(name, sizeof name, dev);
+    d->cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev);
+    d->cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, dev);
+    d->cuDeviceTotalMem(&mem, dev);
+    DeviceInfo info;
+    info.dl = DLDevice{kDLCUDA, i};
+    info.name = name;
+    info.cuda_arch = major * 10 + minor;
+    info.memory_bytes = mem;
+    inv.cuda.push_back(info);
   }
+  inv.cuda_status = fmt::format("{} CUDA device(s), driver {}.{}", inv.cuda.size(), version / 1000, (version % 1000) / 10);
   return inv;
 }
 

@@ -1,3 +1,4 @@
+#include <attnrt/runtime/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/reference.hpp>
 #include <attnrt/runtime/run_job.hpp>
@@ -7,12 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace attnrt {
 namespace {
 
-template <class Fn>
-double median_ms(int warmup, int iterations, Fn&& fn) {
+double median_ms(int warmup, int iterations, const std::function<void()>& fn) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> ms;
   for (int i = 0; i < iterations; ++i) {
@@ -58,14 +59,21 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
   const int threads = options.num_threads;
   const int iterations = options.iterations.value_or(spec.iterations);
   try {
+    DeviceWorkload dw(w, desc.device);
+    // CPU: wall clock per call; CUDA: events around each (asynchronous) call.
+    auto time_ms = [&](const std::function<void()>& fn) {
+      return dw.on_cuda() ? cuda_median_ms(desc.device, nullptr, spec.warmup, iterations, fn)
+                          : median_ms(spec.warmup, iterations, fn);
+    };
     // Reference first, on the call's own (low-precision) inputs.
     attnrt_forward_args fwd = w.forward_args();
     const ReferenceForward ref = reference_forward(desc, fwd);
 
     // Checked run on poisoned outputs, then timing.
-    w.out.fill_nan();
-    w.lse.fill_nan();
-    backend.forward(desc, fwd, threads);
+    attnrt_forward_args dfwd = dw.forward_args();
+    dw.poison_forward_outputs();
+    backend.forward(desc, dfwd, threads);
+    dw.download_forward_outputs();
     r.err_out = max_abs_error(*w.out.dl(), ref.out);
     r.err_lse = desc.return_lse ? max_abs_error(*w.lse.dl(), ref.lse) : 0.0;
     r.tol_out = output_tolerance(desc.dtype);
@@ -75,19 +83,17 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
       for (int64_t i = 0; i < w.model_out->numel(); ++i) m[i] = w.model_out->get(i);
       return m;
     }());
-    r.forward_ms = median_ms(spec.warmup, iterations, [&] { backend.forward(desc, fwd, threads); });
+    r.forward_ms = time_ms([&] { backend.forward(desc, dfwd, threads); });
     r.forward_tflops = w.forward_flops / (r.forward_ms * 1e-3) / 1e12;
     r.tokens_per_s = static_cast<double>(w.total_q) / (r.forward_ms * 1e-3);
     r.workspace_bytes = backend.workspace_bytes();
 
     if (spec.backward && backend.has_backward()) {
-      attnrt_backward_args bwd = w.backward_args();
+      attnrt_backward_args dbwd = dw.backward_args();
       const ReferenceBackward gref = reference_backward(desc, fwd, *w.dout.dl());
-      w.dq.fill_nan();
-      w.dk.fill_nan();
-      w.dv.fill_nan();
-      if (desc.has_sinks) w.dsinks.fill_nan();
-      backend.backward(desc, bwd, threads);
+      dw.poison_backward_outputs();
+      backend.backward(desc, dbwd, threads);
+      dw.download_backward_outputs();
       r.backward_checked = true;
       r.err_dq = max_abs_error(*w.dq.dl(), gref.dq);
       r.err_dk = max_abs_error(*w.dk.dl(), gref.dk);
@@ -97,7 +103,7 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
       ok = ok && within(r.err_dq, r.tol_grad, max_abs(gref.dq)) && within(r.err_dk, r.tol_grad, max_abs(gref.dk)) &&
            within(r.err_dv, r.tol_grad, max_abs(gref.dv)) &&
            (!desc.has_sinks || within(r.err_dsinks, r.tol_grad, max_abs(gref.dsinks)));
-      r.backward_ms = median_ms(spec.warmup, iterations, [&] { backend.backward(desc, bwd, threads); });
+      r.backward_ms = time_ms([&] { backend.backward(desc, dbwd, threads); });
       r.backward_tflops = 2.5 * w.forward_flops / (r.backward_ms * 1e-3) / 1e12;
       r.workspace_bytes = std::max(r.workspace_bytes, backend.workspace_bytes());
     }

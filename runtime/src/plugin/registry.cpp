@@ -32,11 +32,38 @@ std::vector<fs::path> Registry::default_search_dirs() {
   return dirs;
 }
 
+namespace {
+
+const std::vector<std::string>& devices_of(const PluginRecord& r) {
+  static const std::vector<std::string> none;
+  return r.manifest ? r.manifest->devices : none;
+}
+
+// Without a manifest's device list a plugin may claim any device.
+bool serves(const PluginRecord& r, const std::string& device) {
+  const auto& devices = devices_of(r);
+  return device.empty() || devices.empty() || std::find(devices.begin(), devices.end(), device) != devices.end();
+}
+
+bool overlap(const PluginRecord& a, const PluginRecord& b) {
+  if (devices_of(a).empty() || devices_of(b).empty()) return true;
+  for (const std::string& d : devices_of(a)) {
+    if (serves(b, d)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void Registry::add(PluginRecord record) {
-  if (by_name_.count(record.name)) return;  // an earlier directory wins
+  if (auto it = by_name_.find(record.name); it != by_name_.end()) {
+    for (size_t i : it->second) {
+      if (overlap(plugins_[i], record)) return;  // an earlier directory wins
+    }
+  }
   const size_t index = plugins_.size();
-  by_name_[record.name] = index;
-  for (const std::string& alias : record.aliases) by_name_.emplace(alias, index);
+  by_name_[record.name].push_back(index);
+  for (const std::string& alias : record.aliases) by_name_[alias].push_back(index);
   plugins_.push_back(std::move(record));
 }
 
@@ -67,9 +94,13 @@ void Registry::scan_dir(const fs::path& dir) {
   }
 }
 
-const PluginRecord* Registry::find(const std::string& name) const {
+const PluginRecord* Registry::find(const std::string& name, const std::string& device) const {
   auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : &plugins_[it->second];
+  if (it == by_name_.end()) return nullptr;
+  for (size_t i : it->second) {
+    if (serves(plugins_[i], device)) return &plugins_[i];
+  }
+  return &plugins_[it->second.front()];  // its capability check then says why not this device
 }
 
 std::shared_ptr<PluginLibrary> Registry::load(const PluginRecord& record) {

@@ -71,7 +71,7 @@ std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, con
     case ValueForm::kAuto:
     case ValueForm::kName: break;
   }
-  const PluginRecord* record = registry_.find(candidate);
+  const PluginRecord* record = registry_.find(candidate, device_word(device_));
   if (record == nullptr) {
     *reason = fmt::format("not installed (no plugin named '{}' in {})", candidate, join_dirs(registry_.search_dirs()));
     return nullptr;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <attnrt/plugin_abi.h>
+#include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
 #include <cstddef>
@@ -29,9 +30,10 @@ class Backend {
   // "" when the plugin accepts desc, else its reason (or the capability gap, or the error).
   std::string unsupported_reason(const attnrt_attention_desc& desc) const;
 
-  // Runs forward / backward with `num_threads` CPU threads (0: plugin default). Throws
-  // attnrt::Error prefixed with the plugin's name. Workspace is allocated by the host and
-  // kept for reuse; workspace_bytes() reports the last call's.
+  // Runs forward / backward with `num_threads` CPU threads (0: plugin default) or, for CUDA
+  // tensors, on `stream` (cudaStream_t; NULL: the default stream), asynchronously. Throws
+  // attnrt::Error prefixed with the plugin's name. Workspace is allocated by the host on the
+  // call's device and kept for reuse; workspace_bytes() reports the last call's.
   void forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads = 0,
                void* stream = nullptr);
   void backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads = 0,
@@ -50,6 +52,7 @@ class Backend {
   };
   std::unique_ptr<void, FreeDeleter> workspace_;
   size_t workspace_capacity_ = 0;
+  CudaBuffer cuda_workspace_;  // CUDA calls: grown like workspace_, on the call's device
   size_t workspace_used_ = 0;
 };
 

@@ -2,7 +2,8 @@
 // config's `attnrt.plugin_dirs`, ATTNRT_PLUGIN_PATH (colon-separated), and the `attnrt/plugins`
 // folder next to libattnrt itself. In each directory a plugin is either a sub-directory with a
 // manifest (plugin.yaml or config.json) or a loose lib*.so (named by its own entry point).
-// Libraries are loaded lazily, once, and shared.
+// Libraries are loaded lazily, once, and shared. Two plugins may share a name when their
+// manifests list different devices; otherwise the first directory's wins.
 #pragma once
 
 #include <attnrt/runtime/manifest.hpp>
@@ -40,8 +41,10 @@ class Registry {
   // Problems met while scanning (unreadable manifests, loose files that are not plugins).
   const std::vector<std::string>& scan_problems() const { return scan_problems_; }
 
-  // By registered name or alias; nullptr when unknown.
-  const PluginRecord* find(const std::string& name) const;
+  // By registered name or alias; nullptr when unknown. One name may be served by several
+  // plugins for different devices (eager on the CPU and eager on CUDA, each with its own
+  // library): `device` ("cpu", "cuda") picks the one whose manifest lists it; "" the first.
+  const PluginRecord* find(const std::string& name, const std::string& device = "") const;
 
   // Loads (once) the library of a record. Throws attnrt::Error, including when the library's
   // own name differs from its manifest's.
@@ -61,7 +64,7 @@ class Registry {
 
   std::vector<std::filesystem::path> search_dirs_;
   std::vector<PluginRecord> plugins_;
-  std::map<std::string, size_t> by_name_;
+  std::map<std::string, std::vector<size_t>> by_name_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> loaded_;  // by canonical library path
   std::vector<std::string> scan_problems_;
 };

@@ -1,0 +1,35 @@
+// The plain-old-data description of one attention call as the CUDA kernels see it: device
+// pointers, element strides and the score rule. Built on the host by make_params() (launch.hpp)
+// from the ABI's descriptor and DLPack tensors; read on the device. Layouts are the ABI's
+// (FlashAttention's): q [batch, seqlen, heads, head_dim] or packed [total, heads, head_dim].
+#pragma once
+
+#include <cstdint>
+
+namespace attnrt::cuda {
+
+struct TensorRef {
+  void* data = nullptr;
+  int64_t batch_stride = 0;  // elements; unused when varlen (rows then start at cu_seqlens[b])
+  int64_t row_stride = 0;    // elements between consecutive tokens
+  int64_t head_stride = 0;   // elements between consecutive heads
+};
+
+struct AttentionParams {
+  TensorRef q, k, v, out;
+  TensorRef dout, dq, dk, dv;  // backward only
+  float* lse = nullptr;        // [batch, heads_q, seqlen_q] or varlen [heads_q, total_q]
+  float* softmax_d = nullptr;  // backward workspace: rowsum(dout * out), laid out like lse
+  const int32_t* cu_seqlens_q = nullptr;  // varlen; nullptr otherwise
+  const int32_t* cu_seqlens_k = nullptr;
+  const int32_t* seqused_k = nullptr;     // optional: keys used per sequence
+  int32_t batch = 0, heads_q = 0, heads_kv = 0;
+  int32_t seqlen_q = 0, seqlen_k = 0;     // per sequence; varlen: maxima
+  int64_t total_q = 0;                    // varlen: rows of q (lse's second extent)
+  int32_t head_dim = 0, head_dim_v = 0;
+  float softmax_scale = 0;
+  float softcap = 0;                      // 0: off
+  int32_t window_left = -1, window_right = -1;  // causal folded into window_right = 0
+};
+
+}  // namespace attnrt::cuda

@@ -1,0 +1,108 @@
+// Shared-memory tiles and the per-sequence geometry the kernels share. Tiles are row-major
+// with each row padded by 8 elements (16 bytes): consecutive rows then start in different
+// 16-byte bank groups, so ldmatrix's eight row reads and cp.async's writes are free of bank
+// conflicts for every head_dim that is a multiple of 8 (an alternative to XOR swizzling that
+// also works when head_dim / 8 is not a power of two, e.g. 96 and 192).
+#pragma once
+
+#include <attnrt_cuda/params.hpp>
+#include <attnrt_cuda/warp_mma.cuh>
+
+#include <cmath>
+
+namespace attnrt::cuda {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int COLS>
+struct Padded {
+  static constexpr int kStride = COLS + 8;  // elements per smem row
+};
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// One sequence of a call: where its rows start and how long it is.
+struct Seq {
+  int64_t lse_row0 = 0;            // index of (head 0, row 0) in lse / softmax_d
+  int32_t q_len = 0, k_len = 0;
+  int32_t diag = 0;                // k_len - q_len: bottom-right alignment of the mask
+};
+
+__device__ __forceinline__ Seq sequence(const AttentionParams& p, int b) {
+  Seq s;
+  if (p.cu_seqlens_q) {
+    const int32_t q0 = p.cu_seqlens_q[b];
+    s.q_len = p.cu_seqlens_q[b + 1] - q0;
+    s.k_len = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
+    s.lse_row0 = q0;
+  } else {
+    s.q_len = p.seqlen_q;
+    s.k_len = p.seqlen_k;
+    s.lse_row0 = static_cast<int64_t>(b) * p.heads_q * p.seqlen_q;
+  }
+  if (p.seqused_k) s.k_len = p.seqused_k[b];
+  s.diag = s.k_len - s.q_len;
+  return s;
+}
+
+// Index of (head h, row i of the sequence) in lse / softmax_d.
+__device__ __forceinline__ int64_t lse_index(const AttentionParams& p, const Seq& s, int h, int i) {
+  const int64_t head_extent = p.cu_seqlens_q ? p.total_q : p.seqlen_q;
+  return s.lse_row0 + h * head_extent + i;
+}
+
+// Element pointer of (sequence b, token 0, head h) in t. Query-side tensors (q, out, dout, dq)
+// start at cu_seqlens_q[b] when varlen, key-side ones (k, v, dk, dv) at cu_seqlens_k[b].
+template <class T>
+__device__ __forceinline__ T* head_base(const AttentionParams& p, const TensorRef& t, int b, int h, bool query_side) {
+  const int64_t row0 = p.cu_seqlens_q ? (query_side ? p.cu_seqlens_q[b] : p.cu_seqlens_k[b]) * t.row_stride
+                                      : b * t.batch_stride;
+  return static_cast<T*>(t.data) + row0 + h * t.head_stride;
+}
+
+// Copies rows [0, ROWS) x COLS of a global tile (row stride in elements) into a padded smem tile
+// with cp.async; rows >= valid_rows are zero-filled. All THREADS threads take part.
+template <class T, int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void load_tile(T* smem, const T* gmem, int64_t row_stride, int valid_rows) {
+  constexpr int kChunksPerRow = COLS / 8;
+  constexpr int kChunks = ROWS * kChunksPerRow;
+  for (int c = threadIdx.x; c < kChunks; c += THREADS) {
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    const bool valid = r < valid_rows;
+    const T* src = valid ? gmem + r * row_stride + col : gmem;
+    cp_async_16(smem + r * Padded<COLS>::kStride + col, src, valid);
+  }
+}
+
+// Whether key j is visible to query i (both within one sequence): the ABI's mask rule.
+__device__ __forceinline__ bool visible(const AttentionParams& p, const Seq& s, int i, int j) {
+  return j < s.k_len && (p.window_right < 0 || j <= i + s.diag + p.window_right) &&
+         (p.window_left < 0 || j >= i + s.diag - p.window_left);
+}
+
+// A raw q.k product as a log2-domain score: scale, then softcap (Gemma 2's cap * tanh(s / cap)).
+__device__ __forceinline__ float score_log2(const AttentionParams& p, float raw) {
+  if (p.softcap > 0) return p.softcap * kLog2e * tanhf(raw * (p.softmax_scale / p.softcap));
+  return raw * (p.softmax_scale * kLog2e);
+}
+
+// d(score)/d(raw) / softmax_scale at a raw product: 1 - tanh^2 with softcap, else 1.
+__device__ __forceinline__ float softcap_grad(const AttentionParams& p, float raw) {
+  if (p.softcap <= 0) return 1.0f;
+  const float t = tanhf(raw * (p.softmax_scale / p.softcap));
+  return 1.0f - t * t;
+}
+
+// Max and sum across the four lanes of a quad (the lanes that share an accumulator row).
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace attnrt::cuda

@@ -1,0 +1,388 @@
+// FlashAttention-2 backward (Dao 2023, Algorithm 2) without atomics: P is recomputed from q, k
+// and the forward's lse, and the work is split so that every output has exactly one writer:
+//   1. softmax_d_kernel: D_i = rowsum(dO_i * O_i)                        (one warp per row)
+//   2. dkdv_kernel: one CTA per block of BN keys of one kv head; each warp owns 16 keys and
+//      walks every visible query block of every q head of its GQA group:
+//        S^T = K Q^T,  P^T = exp(S^T - lse),  dV += P^T dO,  dP^T = V dO^T,
+//        dS^T = P^T (dP^T - D),  dK += dS^T Q
+//   3. dq_kernel: one CTA per block of BM queries; each warp owns 16 queries and walks the
+//      visible key blocks: S = Q K^T, P, dP = dO V^T, dS = P (dP - D), dQ += dS K.
+// dQ thus costs a second pass over S and dP (7 products instead of FlashAttention-2's 5), in
+// exchange for no fp32 accumulation buffer, no atomics, and bit-identical repeats.
+// Head dims above 128 run dkdv twice (dV only, then dK only) to keep accumulators in registers.
+#pragma once
+
+#include <attnrt_cuda/tile.cuh>
+
+namespace attnrt::cuda::fa2 {
+
+template <class T, int HD>
+__global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p) {
+  const int b = blockIdx.z, h = blockIdx.y;
+  const Seq seq = sequence(p, b);
+  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (i >= seq.q_len) return;
+  const T* o = head_base<const T>(p, p.out, b, h, true) + int64_t(i) * p.out.row_stride;
+  const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(i) * p.dout.row_stride;
+  float acc = 0.f;
+  for (int c = lane * 2; c < HD; c += 64) {
+    const float2 x = unpack2<T>(*reinterpret_cast<const uint32_t*>(o + c));
+    const float2 y = unpack2<T>(*reinterpret_cast<const uint32_t*>(d + c));
+    acc += x.x * y.x + x.y * y.y;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) p.softmax_d[lse_index(p, seq, h, i)] = acc;
+}
+
+enum class DkDv { kBoth, kDvOnly, kDkOnly };
+
+template <int HD, int BN, int BM>
+struct DkDvTile {
+  static constexpr int kWarps = BN / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStride = Padded<HD>::kStride;
+  // K, V: BN rows; Q and dO: two buffers of BM rows; lse and D: two buffers of BM floats.
+  static constexpr size_t kSmemBytes = size_t(2 * BN + 4 * BM) * kStride * 2 + 4 * BM * sizeof(float);
+};
+
+template <class T, int HD, int BN, int BM, DkDv kMode>
+__global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
+    dkdv_kernel(const AttentionParams p) {
+  using Tile = DkDvTile<HD, BN, BM>;
+  constexpr int S = Tile::kStride;
+  constexpr bool kDv = kMode != DkDv::kDkOnly, kDk = kMode != DkDv::kDvOnly;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);
+  T* sV = sK + BN * S;
+  T* sQ = sV + BN * S;       // [2][BM][S]
+  T* sdO = sQ + 2 * BM * S;  // [2][BM][S]
+  float* sLse = reinterpret_cast<float*>(sdO + 2 * BM * S);  // [2][BM], log2 domain
+  float* sD = sLse + 2 * BM;                                 // [2][BM]
+
+  const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const Seq seq = sequence(p, b);
+  const int n0 = n_block * BN;
+  if (n0 >= seq.k_len) return;
+  const int group = p.heads_q / p.heads_kv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  // Query blocks that see any key of this block.
+  int i_lo = 0, i_hi = seq.q_len;
+  if (p.window_right >= 0) i_lo = max(0, n0 - seq.diag - p.window_right);
+  if (p.window_left >= 0) i_hi = min(i_hi, n0 + BN - 1 - seq.diag + p.window_left + 1);
+  const int mb_lo = i_lo / BM;
+  const int mb_hi = i_hi > i_lo ? ceil_div(i_hi, BM) : mb_lo;
+  const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
+
+  const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
+  const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
+  load_tile<T, BN, HD, Tile::kThreads>(sK, k, p.k.row_stride, seq.k_len - n0);
+  if (kDk) load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
+
+  auto load_step = [&](int step, int buf) {
+    const int h = hk * group + step / (mb_hi - mb_lo);
+    const int m0 = (mb_lo + step % (mb_hi - mb_lo)) * BM;
+    const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
+    const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
+    load_tile<T, BM, HD, Tile::kThreads>(sQ + buf * BM * S, q, p.q.row_stride, seq.q_len - m0);
+    load_tile<T, BM, HD, Tile::kThreads>(sdO + buf * BM * S, d, p.dout.row_stride, seq.q_len - m0);
+    for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
+      const int i = m0 + r;
+      float l = INFINITY, dd = 0.f;  // rows past the sequence or with nothing visible: P = 0
+      if (i < seq.q_len) {
+        const int64_t idx = lse_index(p, seq, h, i);
+        const float lse = p.lse[idx];
+        if (lse != -INFINITY) l = lse * kLog2e;
+        dd = p.softmax_d[idx];
+      }
+      sLse[buf * BM + r] = l;
+      sD[buf * BM + r] = dd;
+    }
+  };
+  if (steps > 0) load_step(0, 0);
+  cp_async_commit();
+
+  float dk[kDk ? HD / 8 : 1][4], dv[kDv ? HD / 8 : 1][4];
+#pragma unroll
+  for (int i = 0; i < (kDk ? HD / 8 : 1); ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
+#pragma unroll
+  for (int i = 0; i < (kDv ? HD / 8 : 1); ++i) dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+
+  // ldmatrix lane addresses. A operands (K, V rows of this warp): row lane % 16, col (lane/16)*8.
+  const T* sKw = sK + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
+  const T* sVw = sV + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;   // rows are n
+  const int bt_row = (lane % 8) + ((lane / 8) % 2) * 8, bt_col = (lane / 16) * 8;  // rows are k
+  const int key_j[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
+
+  for (int step = 0; step < steps; ++step) {
+    const int buf = step % 2;
+    cp_async_wait<0>();
+    __syncthreads();  // step's tiles landed; every warp is done with the other buffer
+    if (step + 1 < steps) load_step(step + 1, 1 - buf);
+    cp_async_commit();
+    const int m0 = (mb_lo + step % (mb_hi - mb_lo)) * BM;
+    const T* q = sQ + buf * BM * S;
+    const T* dO = sdO + buf * BM * S;
+    const float* lse = sLse + buf * BM;
+    const float* dd = sD + buf * BM;
+
+    // S^T = K Q^T for this warp's 16 keys.
+    float s[BM / 8][4];
+#pragma unroll
+    for (int i = 0; i < BM / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t a[4];
+      ldmatrix_x4(a, sKw + kk * 16);
+#pragma unroll
+      for (int np = 0; np < BM / 16; ++np) {
+        uint32_t bq[4];
+        ldmatrix_x4(bq, q + (np * 16 + b_row) * S + kk * 16 + b_col);
+        mma_16816<T>(s[2 * np], a, bq[0], bq[1]);
+        mma_16816<T>(s[2 * np + 1], a, bq[2], bq[3]);
+      }
+    }
+    // P^T (and the softcap factor, kept in s's place until dS^T is formed).
+    const bool need_mask = n0 + BN > seq.k_len ||
+                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
+                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    float capg[kDk ? BM / 8 : 1][4];
+#pragma unroll
+    for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = nt * 8 + 2 * t + (e % 2);
+        const float raw = s[nt][e];
+        if constexpr (kDk) capg[nt][e] = softcap_grad(p, raw);
+        float x = exp2f(score_log2(p, raw) - lse[col]);
+        if (need_mask && !visible(p, seq, m0 + col, key_j[e / 2])) x = 0.f;
+        s[nt][e] = x;
+      }
+    }
+    if constexpr (kDv) {
+      // dV += P^T dO.
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        uint32_t a[4];
+        accum_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+        for (int np = 0; np < HD / 16; ++np) {
+          uint32_t bd[4];
+          ldmatrix_x4_trans(bd, dO + (kk * 16 + bt_row) * S + np * 16 + bt_col);
+          mma_16816<T>(dv[2 * np], a, bd[0], bd[1]);
+          mma_16816<T>(dv[2 * np + 1], a, bd[2], bd[3]);
+        }
+      }
+    }
+    if constexpr (kDk) {
+      // dP^T = V dO^T, then dS^T = P^T (dP^T - D) * softcap factor.
+      float dp[BM / 8][4];
+#pragma unroll
+      for (int i = 0; i < BM / 8; ++i) dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4(a, sVw + kk * 16);
+#pragma unroll
+        for (int np = 0; np < BM / 16; ++np) {
+          uint32_t bd[4];
+          ldmatrix_x4(bd, dO + (np * 16 + b_row) * S + kk * 16 + b_col);
+          mma_16816<T>(dp[2 * np], a, bd[0], bd[1]);
+          mma_16816<T>(dp[2 * np + 1], a, bd[2], bd[3]);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = nt * 8 + 2 * t + (e % 2);
+          dp[nt][e] = s[nt][e] * (dp[nt][e] - dd[col]) * capg[nt][e];
+        }
+      }
+      // dK += dS^T Q.
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        uint32_t a[4];
+        accum_to_a<T>(a, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+        for (int np = 0; np < HD / 16; ++np) {
+          uint32_t bq[4];
+          ldmatrix_x4_trans(bq, q + (kk * 16 + bt_row) * S + np * 16 + bt_col);
+          mma_16816<T>(dk[2 * np], a, bq[0], bq[1]);
+          mma_16816<T>(dk[2 * np + 1], a, bq[2], bq[3]);
+        }
+      }
+    }
+  }
+
+  // Keys past the sequence are not written; a key no query sees gets zeros.
+  T* dk_out = head_base<T>(p, p.dk, b, hk, false);
+  T* dv_out = head_base<T>(p, p.dv, b, hk, false);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = key_j[r];
+    if (j >= seq.k_len) continue;
+    if constexpr (kDk) {
+      T* row = dk_out + int64_t(j) * p.dk.row_stride + 2 * t;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(row + dt * 8) =
+            pack2<T>(dk[dt][2 * r] * p.softmax_scale, dk[dt][2 * r + 1] * p.softmax_scale);
+      }
+    }
+    if constexpr (kDv) {
+      T* row = dv_out + int64_t(j) * p.dv.row_stride + 2 * t;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(dv[dt][2 * r], dv[dt][2 * r + 1]);
+      }
+    }
+  }
+}
+
+template <int HD, int BM, int BN>
+struct DqTile {
+  static constexpr int kWarps = BM / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStride = Padded<HD>::kStride;
+  static constexpr size_t kSmemBytes = size_t(2 * BM + 2 * BN) * kStride * 2;
+};
+
+template <class T, int HD, int BM, int BN>
+__global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const AttentionParams p) {
+  using Tile = DqTile<HD, BM, BN>;
+  constexpr int S = Tile::kStride;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sdO = sQ + BM * S;
+  T* sK = sdO + BM * S;
+  T* sV = sK + BN * S;
+
+  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const Seq seq = sequence(p, b);
+  const int m0 = m_block * BM;
+  if (m0 >= seq.q_len) return;
+  const int hk = h / (p.heads_q / p.heads_kv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  int n_lo = 0, n_hi = seq.k_len;
+  if (p.window_right >= 0) n_hi = min(n_hi, m0 + BM - 1 + seq.diag + p.window_right + 1);
+  if (p.window_left >= 0) n_lo = max(0, m0 + seq.diag - p.window_left);
+  const int nb_lo = n_lo / BN;
+  const int nb_hi = n_hi > n_lo ? ceil_div(n_hi, BN) : nb_lo;
+
+  const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
+  const T* dO = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
+  const T* k = head_base<const T>(p, p.k, b, hk, false);
+  const T* v = head_base<const T>(p, p.v, b, hk, false);
+  load_tile<T, BM, HD, Tile::kThreads>(sQ, q, p.q.row_stride, seq.q_len - m0);
+  load_tile<T, BM, HD, Tile::kThreads>(sdO, dO, p.dout.row_stride, seq.q_len - m0);
+  if (nb_hi > nb_lo) {
+    load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(nb_lo) * BN * p.k.row_stride, p.k.row_stride,
+                                         seq.k_len - nb_lo * BN);
+    load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(nb_lo) * BN * p.v.row_stride, p.v.row_stride,
+                                         seq.k_len - nb_lo * BN);
+  }
+  cp_async_commit();
+
+  const int row_i[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+  float lse[2], dd[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lse[r] = INFINITY;
+    dd[r] = 0.f;
+    if (row_i[r] < seq.q_len) {
+      const int64_t idx = lse_index(p, seq, h, row_i[r]);
+      if (p.lse[idx] != -INFINITY) lse[r] = p.lse[idx] * kLog2e;
+      dd[r] = p.softmax_d[idx];
+    }
+  }
+  float dq[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+
+  const T* sQw = sQ + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
+  const T* sdOw = sdO + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
+  const int bt_row = (lane % 8) + ((lane / 8) % 2) * 8, bt_col = (lane / 16) * 8;
+
+  for (int nb = nb_lo; nb < nb_hi; ++nb) {
+    const int n0 = nb * BN;
+    cp_async_wait<0>();
+    __syncthreads();  // K[nb], V[nb] landed
+
+    float s[BN / 8][4], dp[BN / 8][4];
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+      dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t a[4], ad[4];
+      ldmatrix_x4(a, sQw + kk * 16);
+      ldmatrix_x4(ad, sdOw + kk * 16);
+#pragma unroll
+      for (int np = 0; np < BN / 16; ++np) {
+        uint32_t bk[4], bv[4];
+        ldmatrix_x4(bk, sK + (np * 16 + b_row) * S + kk * 16 + b_col);
+        mma_16816<T>(s[2 * np], a, bk[0], bk[1]);
+        mma_16816<T>(s[2 * np + 1], a, bk[2], bk[3]);
+        ldmatrix_x4(bv, sV + (np * 16 + b_row) * S + kk * 16 + b_col);
+        mma_16816<T>(dp[2 * np], ad, bv[0], bv[1]);
+        mma_16816<T>(dp[2 * np + 1], ad, bv[2], bv[3]);
+      }
+    }
+    const bool need_mask = n0 + BN > seq.k_len ||
+                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
+                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float raw = s[nt][e];
+        float pr = exp2f(score_log2(p, raw) - lse[e / 2]);
+        if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) pr = 0.f;
+        dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad(p, raw);
+      }
+    }
+    // dQ += dS K; K[nb] is read here, so the next tiles load only after every warp is done.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      accum_to_a<T>(a, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+      for (int np = 0; np < HD / 16; ++np) {
+        uint32_t bk[4];
+        ldmatrix_x4_trans(bk, sK + (kk * 16 + bt_row) * S + np * 16 + bt_col);
+        mma_16816<T>(dq[2 * np], a, bk[0], bk[1]);
+        mma_16816<T>(dq[2 * np + 1], a, bk[2], bk[3]);
+      }
+    }
+    __syncthreads();
+    if (nb + 1 < nb_hi) {
+      load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(n0 + BN) * p.k.row_stride, p.k.row_stride,
+                                           seq.k_len - n0 - BN);
+      load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0 + BN) * p.v.row_stride, p.v.row_stride,
+                                           seq.k_len - n0 - BN);
+    }
+    cp_async_commit();
+  }
+
+  T* dq_out = head_base<T>(p, p.dq, b, h, true);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row_i[r];
+    if (i >= seq.q_len) continue;
+    T* row = dq_out + int64_t(i) * p.dq.row_stride + 2 * t;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      *reinterpret_cast<uint32_t*>(row + dt * 8) =
+          pack2<T>(dq[dt][2 * r] * p.softmax_scale, dq[dt][2 * r + 1] * p.softmax_scale);
+    }
+  }
+}
+
+}  // namespace attnrt::cuda::fa2

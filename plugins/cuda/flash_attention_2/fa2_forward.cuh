@@ -1,0 +1,187 @@
+// FlashAttention-2 forward (Dao 2023, Algorithm 1) on mma.sync tensor cores. One CTA computes
+// BM query rows of one (sequence, head); each of its NW = BM / 16 warps owns 16 rows and walks
+// the visible key blocks of BN keys with the online softmax, so no seqlen x seqlen matrix is
+// ever stored. K and V tiles stream through shared memory with cp.async, each load overlapped
+// with the other product (S = Q K^T while V lands, O += P V while the next K lands), and P is
+// reused from the accumulators as the A operand of P V.
+#pragma once
+
+#include <attnrt_cuda/tile.cuh>
+
+namespace attnrt::cuda::fa2 {
+
+template <int HD, int BM, int BN>
+struct ForwardTile {
+  static_assert(HD % 16 == 0 && BM % 16 == 0 && BN % 16 == 0, "tiles are multiples of 16");
+  static constexpr int kWarps = BM / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStride = Padded<HD>::kStride;
+  // Q stays in registers up to head_dim 128; beyond, it is re-read from shared memory.
+  static constexpr bool kQInRegs = HD <= 128;
+  static constexpr size_t kSmemBytes = size_t(BM + 2 * BN) * kStride * 2;
+};
+
+template <class T, int HD, int BM, int BN>
+__global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
+    forward_kernel(const AttentionParams p) {
+  using Tile = ForwardTile<HD, BM, BN>;
+  constexpr int S = Tile::kStride;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sK = sQ + BM * S;
+  T* sV = sK + BN * S;
+
+  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const Seq seq = sequence(p, b);
+  const int m0 = m_block * BM;
+  if (m0 >= seq.q_len) return;
+  const int hk = h / (p.heads_q / p.heads_kv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  // Key blocks any row of this CTA can see.
+  int n_lo = 0, n_hi = seq.k_len;
+  if (p.window_right >= 0) n_hi = min(n_hi, m0 + BM - 1 + seq.diag + p.window_right + 1);
+  if (p.window_left >= 0) n_lo = max(0, m0 + seq.diag - p.window_left);
+  const int nb_lo = n_lo / BN;
+  const int nb_hi = n_hi > n_lo ? ceil_div(n_hi, BN) : nb_lo;
+
+  const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
+  const T* k = head_base<const T>(p, p.k, b, hk, false);
+  const T* v = head_base<const T>(p, p.v, b, hk, false);
+
+  load_tile<T, BM, HD, Tile::kThreads>(sQ, q, p.q.row_stride, seq.q_len - m0);
+  if (nb_hi > nb_lo) {
+    load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(nb_lo) * BN * p.k.row_stride, p.k.row_stride,
+                                         seq.k_len - nb_lo * BN);
+  }
+  cp_async_commit();
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+
+  uint32_t qf[Tile::kQInRegs ? HD / 16 : 1][4];
+  const T* sQw = sQ + (warp * 16 + (lane % 16)) * S + (lane / 16) * 8;  // this lane's ldmatrix row
+  cp_async_wait<0>();
+  __syncthreads();
+  if constexpr (Tile::kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], sQw + kk * 16);
+  }
+
+  // ldmatrix row addresses: K as the "col" B operand (rows are keys), V transposed.
+  const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
+  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+  const int row_i[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+
+  for (int nb = nb_lo; nb < nb_hi; ++nb) {
+    const int n0 = nb * BN;
+    if (nb > nb_lo) {
+      cp_async_wait<0>();  // K[nb] has landed
+      __syncthreads();     // and every warp is done with V[nb - 1]
+    }
+    load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0) * p.v.row_stride, p.v.row_stride, seq.k_len - n0);
+    cp_async_commit();
+
+    float s[BN / 8][4];
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t a[4];
+      if constexpr (Tile::kQInRegs) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[r] = qf[kk][r];
+      } else {
+        ldmatrix_x4(a, sQw + kk * 16);
+      }
+#pragma unroll
+      for (int np = 0; np < BN / 16; ++np) {
+        uint32_t bk[4];
+        ldmatrix_x4(bk, sK + (np * 16 + k_row) * S + kk * 16 + k_col);
+        mma_16816<T>(s[2 * np], a, bk[0], bk[1]);
+        mma_16816<T>(s[2 * np + 1], a, bk[2], bk[3]);
+      }
+    }
+
+    // Scores in the log2 domain; the mask only where the block crosses a boundary.
+    const bool need_mask = n0 + BN > seq.k_len ||
+                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
+                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = score_log2(p, s[nt][e]);
+        if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) x = -INFINITY;
+        s[nt][e] = x;
+      }
+    }
+    // Online softmax: rescale what was accumulated by exp2(old max - new max).
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = row_max[r];
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+      mx = quad_max(mx);
+      const float base = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet stays at 0
+      const float alpha = exp2f(row_max[r] - base);
+      row_max[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) {
+        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
+        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
+        sum += s[nt][2 * r] + s[nt][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        o[dt][2 * r] *= alpha;
+        o[dt][2 * r + 1] *= alpha;
+      }
+    }
+
+    cp_async_wait<0>();  // V[nb] has landed
+    __syncthreads();     // and every warp is done with K[nb]
+    if (nb + 1 < nb_hi) {
+      load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(n0 + BN) * p.k.row_stride, p.k.row_stride,
+                                           seq.k_len - n0 - BN);
+    }
+    cp_async_commit();
+
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4];
+      accum_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int np = 0; np < HD / 16; ++np) {
+        uint32_t bv[4];
+        ldmatrix_x4_trans(bv, sV + (kk * 16 + v_row) * S + np * 16 + v_col);
+        mma_16816<T>(o[2 * np], a, bv[0], bv[1]);
+        mma_16816<T>(o[2 * np + 1], a, bv[2], bv[3]);
+      }
+    }
+  }
+
+  // Epilogue: normalize, write out and lse (rows past the sequence are not written).
+  T* out = head_base<T>(p, p.out, b, h, true);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = quad_sum(row_sum[r]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int i = row_i[r];
+    if (i >= seq.q_len) continue;
+    T* row = out + int64_t(i) * p.out.row_stride + 2 * t;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+    }
+    if (p.lse && t == 0) {
+      p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace attnrt::cuda::fa2

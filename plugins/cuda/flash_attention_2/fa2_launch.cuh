@@ -1,0 +1,91 @@
+// Launch configurations, one per head_dim (tile sizes chosen as FlashAttention-2's for A100/H100:
+// 128-row query tiles up to head_dim 128, 64 beyond, so accumulators stay in registers).
+#pragma once
+
+#include "fa2_backward.cuh"
+#include "fa2_forward.cuh"
+#include "fa2_launch.hpp"
+
+
+namespace attnrt::cuda::fa2 {
+
+template <int HD>
+struct Config {
+  static constexpr int kFwdBM = HD <= 128 ? 128 : 64;
+  static constexpr int kFwdBN = HD <= 64 ? 128 : 64;
+  static constexpr int kDkDvBN = HD <= 128 ? 128 : 64;  // keys per CTA (16 per warp)
+  static constexpr int kDkDvBM = HD <= 64 ? 64 : 32;    // queries per step
+  static constexpr bool kSplitDkDv = HD > 128;          // dV and dK in two passes
+  static constexpr int kDqBM = 64, kDqBN = HD <= 128 ? 64 : 32;
+};
+
+#define ATTNRT_CUDA_TRY(expr)            \
+  do {                                   \
+    const cudaError_t err_ = (expr);     \
+    if (err_ != cudaSuccess) return err_; \
+  } while (0)
+
+template <class Kernel>
+cudaError_t set_smem(Kernel kernel, size_t bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+template <class T, int HD>
+cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
+  using C = Config<HD>;
+  using Tile = ForwardTile<HD, C::kFwdBM, C::kFwdBN>;
+  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN>;
+  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  const dim3 grid(ceil_div(p.seqlen_q, C::kFwdBM), p.heads_q, p.batch);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <class T, int HD, DkDv kMode>
+cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
+  using C = Config<HD>;
+  using Tile = DkDvTile<HD, C::kDkDvBN, C::kDkDvBM>;
+  auto kernel = dkdv_kernel<T, HD, C::kDkDvBN, C::kDkDvBM, kMode>;
+  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  const dim3 grid(ceil_div(p.seqlen_k, C::kDkDvBN), p.heads_kv, p.batch);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <class T, int HD>
+cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
+  using C = Config<HD>;
+  if (p.seqlen_q > 0) {
+    softmax_d_kernel<T, HD><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
+    ATTNRT_CUDA_TRY(cudaGetLastError());
+  }
+  if (p.seqlen_k > 0) {
+    if constexpr (C::kSplitDkDv) {
+      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kDvOnly>(p, stream)));
+      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kDkOnly>(p, stream)));
+    } else {
+      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kBoth>(p, stream)));
+    }
+  }
+  if (p.seqlen_q == 0) return cudaSuccess;
+  using Tile = DqTile<HD, C::kDqBM, C::kDqBN>;
+  auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN>;
+  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  kernel<<<dim3(ceil_div(p.seqlen_q, C::kDqBM), p.heads_q, p.batch), Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace attnrt::cuda::fa2
+
+// Defines run_forward<HD> / run_backward<HD> for fp16 and bf16 in the including .cu file.
+#define ATTNRT_FA2_INSTANTIATE(HD)                                                                          \
+  namespace attnrt::cuda::fa2 {                                                                             \
+  template <>                                                                                               \
+  cudaError_t run_forward<HD>(const AttentionParams& p, bool bf16, cudaStream_t stream) {                   \
+    return bf16 ? forward<__nv_bfloat16, HD>(p, stream) : forward<__half, HD>(p, stream);                   \
+  }                                                                                                         \
+  template <>                                                                                               \
+  cudaError_t run_backward<HD>(const AttentionParams& p, bool bf16, cudaStream_t stream) {                  \
+    return bf16 ? backward<__nv_bfloat16, HD>(p, stream) : backward<__half, HD>(p, stream);                 \
+  }                                                                                                         \
+  }

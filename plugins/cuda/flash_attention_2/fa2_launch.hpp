@@ -1,0 +1,20 @@
+// Host entry points of the flash_attention_2 kernels, one translation unit per head_dim
+// (fa2_hd<N>.cu) so the build compiles them in parallel. All launches are asynchronous on
+// `stream`; they return the first error of a launch (the plugin turns it into ATTNRT_ERROR_DEVICE).
+#pragma once
+
+#include <attnrt_cuda/params.hpp>
+
+#include <cuda_runtime_api.h>
+
+namespace attnrt::cuda::fa2 {
+
+// Forward: writes p.out and, when p.lse is set, p.lse.
+template <int HD>
+cudaError_t run_forward(const AttentionParams& p, bool bf16, cudaStream_t stream);
+
+// Backward: p.softmax_d must point at a workspace of lse's size; writes dq, dk, dv.
+template <int HD>
+cudaError_t run_backward(const AttentionParams& p, bool bf16, cudaStream_t stream);
+
+}  // namespace attnrt::cuda::fa2

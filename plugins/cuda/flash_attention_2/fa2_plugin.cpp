@@ -1,0 +1,110 @@
+// The flash_attention_2 plugin: FlashAttention-2 (Dao 2023) on CUDA tensor cores (mma.sync,
+// sm_80 and newer), fp16 and bf16, head_dim 32/64/96/128/192/256, GQA/MQA, bottom-right causal,
+// sliding window, softcap, varlen, LSE; forward and a deterministic backward (every output has
+// one writer, see fa2_backward.cuh). Anything else is refused by the support query with a
+// reason, so the runtime falls back.
+#include "fa2_launch.hpp"
+
+#include <attnrt/plugin.hpp>
+#include <attnrt/validate.hpp>
+#include <attnrt_cuda/cuda_check.hpp>
+#include <attnrt_cuda/make_params.hpp>
+
+#include <string>
+#include <type_traits>
+
+namespace attnrt::plugins::fa2 {
+namespace {
+
+using cuda::AttentionParams;
+
+constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes
+
+class FlashAttention2Plugin {
+ public:
+  static constexpr const char* kName = "flash_attention_2";
+  static constexpr const char* kVersion = "1.0.0";
+  static constexpr const char* kDescription =
+      "FlashAttention-2 on CUDA tensor cores (mma.sync, sm_80+): tiled online softmax, fp16/bf16";
+
+  static attnrt_capabilities capabilities() {
+    attnrt_capabilities c{};
+    c.struct_size = sizeof c;
+    c.devices = ATTNRT_DEVICE_BIT_CUDA;
+    c.dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16;
+    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
+                 ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
+                 ATTNRT_FEATURE_DETERMINISTIC;
+    c.min_head_dim = 32;
+    c.max_head_dim = 256;
+    c.min_cuda_arch = 80;
+    return c;
+  }
+
+  explicit FlashAttention2Plugin(const attnrt_host_info& /*host*/) {}
+
+  std::string supports(const attnrt_attention_desc& d) const {
+    sdk::check_desc(d);
+    static const attnrt_capabilities caps = capabilities();
+    if (std::string gap = sdk::capability_gap(caps, d); !gap.empty()) return gap;
+    switch (d.head_dim) {
+      case 32: case 64: case 96: case 128: case 192: case 256: break;
+      default:
+        return "head_dim " + std::to_string(d.head_dim) + " is not one of the compiled 32, 64, 96, 128, 192, 256";
+    }
+    return "";
+  }
+
+  size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
+    sdk::check_desc(d);
+    // Backward keeps D = rowsum(dO * O) per (head, query row); batch * max seqlen_q bounds the
+    // packed length of a varlen call.
+    return backward ? sizeof(float) * size_t(d.heads_q) * size_t(d.batch) * size_t(d.seqlen_q) : 0;
+  }
+
+  void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
+    sdk::check_forward(d, a);
+    sdk::require_supported(supports(d));
+    cuda::use_device(d);
+    const AttentionParams p = cuda::make_params(d, a, kRowAlignment);
+    if (p.seqlen_q == 0 || p.batch == 0) return;
+    dispatch(d, [&](auto hd) {
+      cuda::check_cuda(cuda::fa2::run_forward<decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 forward");
+    });
+  }
+
+  void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
+    sdk::check_backward(d, a);
+    sdk::require_supported(supports(d));
+    sdk::require_workspace(e, workspace_size(d, true, 0), 0);
+    cuda::use_device(d);
+    AttentionParams p = cuda::make_params(d, a, kRowAlignment);
+    p.softmax_d = static_cast<float*>(e.workspace);
+    if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) return;
+    dispatch(d, [&](auto hd) {
+      cuda::check_cuda(cuda::fa2::run_backward<decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 backward");
+    });
+  }
+
+ private:
+  static bool bf16(const attnrt_attention_desc& d) { return d.dtype == ATTNRT_DTYPE_BF16; }
+  static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
+
+  template <class Fn>
+  static void dispatch(const attnrt_attention_desc& d, Fn&& fn) {
+    switch (d.head_dim) {
+      case 32: return fn(std::integral_constant<int, 32>{});
+      case 64: return fn(std::integral_constant<int, 64>{});
+      case 96: return fn(std::integral_constant<int, 96>{});
+      case 128: return fn(std::integral_constant<int, 128>{});
+      case 192: return fn(std::integral_constant<int, 192>{});
+      case 256: return fn(std::integral_constant<int, 256>{});
+    }
+    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "head_dim " + std::to_string(d.head_dim) + " is not compiled");
+  }
+};
+
+}  // namespace
+}  // namespace attnrt::plugins::fa2
+
+ATTNRT_DEFINE_PLUGIN(attnrt::plugins::fa2::FlashAttention2Plugin)

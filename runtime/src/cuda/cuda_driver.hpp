@@ -1,0 +1,49 @@
+// The driver API entry points libattnrt uses, resolved once from libcuda.so.1 (cuda.h's C
+// signatures; only opaque handles and integers cross, so no CUDA header is needed).
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstddef>
+#include <string>
+
+namespace attnrt::cuda {
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void*;
+using CUstream = void*;
+using CUevent = void*;
+
+struct Driver {
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(int*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, int) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, int) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, int) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, int) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+
+  // Throws attnrt::Error "<what>: CUDA error N (text)" when r is not CUDA_SUCCESS.
+  void check(CUresult r, const char* what) const;
+  // Makes device's primary context current on the calling thread (retained once per device).
+  void make_current(DLDevice device) const;
+};
+
+// The process-wide driver; throws attnrt::Error saying why CUDA cannot be used.
+const Driver& driver();
+
+}  // namespace attnrt::cuda

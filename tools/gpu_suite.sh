@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU suite in one call, run on the GPU machine from a staged .gpu/ (tools/gpu_stage.sh):
+#   1. attnrt list --matrix                     which plugins are usable here and why not
+#   2. attnrt_gpu_tests                         the correctness grid (gtest XML in $OUT)
+#   3. compute-sanitizer memcheck and racecheck on a subset of the grid
+#   4. attnrt run (auto device, bf16 fixture)   the main job on the GPU
+#   5. attnrt bench + PyTorch anchors           same process tree, same GPU, then the ratio table
+# Logs and CSVs go to $OUT (or /tmp/attnrt_gpu). SUITE_STEPS="1 2 3 4 5" selects steps.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${OUT:-/tmp/attnrt_gpu}"
+mkdir -p "$out"
+steps="${SUITE_STEPS:-1 2 3 4 5}"
+# cuBLAS for eager on CUDA: the toolkit's, else the one PyTorch ships.
+cublas_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))" 2>/dev/null || true)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
+attnrt="$here/bin/attnrt"
+status=0
+step() { [[ " $steps " == *" $1 "* ]]; }
+
+if step 1; then
+  echo "=== 1. attnrt list --matrix"
+  "$attnrt" list --matrix 2>&1 | tee "$out/list.txt"
+fi
+if step 2; then
+  echo "=== 2. correctness grid"
+  "$here/bin/attnrt_gpu_tests" --gtest_output=xml:"$out/gpu_tests.xml" 2>&1 | tail -n 40 || status=1
+fi
+if step 3; then
+  echo "=== 3. compute-sanitizer"
+  subset='Grid/FlashAttention2Grid.*/bf16_hd128_gqa4_causal_200:Grid/FlashAttention2Grid.*/fp16_hd64_varlen_causal_gqa:Grid/FlashAttention2Grid.*/bf16_hd256_mqa_window_300:Eager/EagerCudaFeatures.*/bf16_sinks_causal_gqa:Eager/EagerCudaFeatures.*/fp32_paged_decode'
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 7 "$here/bin/attnrt_gpu_tests" --gtest_filter="$subset" \
+      > "$out/sanitizer_$tool.txt" 2>&1
+    rc=$?
+    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/sanitizer_$tool.txt" | tr '\n' ' ')"
+    [ $rc -eq 0 ] || status=1
+  done
+fi
+if step 4; then
+  echo "=== 4. main job on the GPU (attn_implementation: auto, fixture in bf16)"
+  "$attnrt" run workload.dtype=bf16 2>&1 | tee "$out/run.txt" || status=1
+fi
+if step 5; then
+  echo "=== 5. benchmark and PyTorch anchors"
+  "$attnrt" bench attnrt.device=cuda --backends "${BENCH_BACKENDS:-flash_attention_2}" --csv "$out/attnrt_bench.csv" \
+    ${BENCH_ARGS:-} > "$out/attnrt_bench.txt" 2>&1 || status=1
+  OUT="$out" python3 "$here/torch_sdpa_anchors.py" --no-flex > "$out/anchors.txt" 2>&1 || status=1
+  python3 "$here/bench_join.py" "$out/attnrt_bench.csv" "$out/anchors.csv" | tee "$out/ratios.txt"
+fi
+exit $status
