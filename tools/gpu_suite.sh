@@ -5,7 +5,8 @@
 #   3. compute-sanitizer memcheck and racecheck on a subset of the grid
 #   4. attnrt run (auto device, bf16 fixture)   the main job on the GPU
 #   5. attnrt bench + PyTorch anchors           same process tree, same GPU, then the ratio table
-# Logs and CSVs go to $OUT (or /tmp/attnrt_gpu). SUITE_STEPS="1 2 3 4 5" selects steps.
+# Logs and CSVs go to $OUT (or /tmp/attnrt_gpu). SUITE_STEPS="1 2 3 4 5" selects steps;
+# GTEST_FILTER narrows step 2, BENCH_BACKENDS / BENCH_ARGS shape step 5.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-/tmp/attnrt_gpu}"
@@ -13,7 +14,8 @@ mkdir -p "$out"
 steps="${SUITE_STEPS:-1 2 3 4 5}"
 # cuBLAS for eager on CUDA: the toolkit's, else the one PyTorch ships.
 cublas_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))" 2>/dev/null || true)
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
+# The staged Debian libraries (yaml-cpp, fmt, spdlog, gomp) sit in lib/ beside libattnrt.
+export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
 attnrt="$here/bin/attnrt"
 status=0
 step() { [[ " $steps " == *" $1 "* ]]; }
@@ -24,7 +26,9 @@ if step 1; then
 fi
 if step 2; then
   echo "=== 2. correctness grid"
-  "$here/bin/attnrt_gpu_tests" --gtest_output=xml:"$out/gpu_tests.xml" 2>&1 | tail -n 40 || status=1
+  "$here/bin/attnrt_gpu_tests" --gtest_filter="${GTEST_FILTER:-*}" --gtest_output=xml:"$out/gpu_tests.xml" \
+    > "$out/gpu_tests.txt" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? from .* ran|FAILED TEST" "$out/gpu_tests.txt" | tail -n 30
 fi
 if step 3; then
   echo "=== 3. compute-sanitizer"

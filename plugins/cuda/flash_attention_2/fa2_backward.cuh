@@ -149,16 +149,26 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
                            (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
                            (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
     float capg[kDk ? BM / 8 : 1][4];
+    with_softcap(p, [&](auto cap) {
+      constexpr bool kCap = decltype(cap)::value;
 #pragma unroll
-    for (int nt = 0; nt < BM / 8; ++nt) {
+      for (int nt = 0; nt < BM / 8; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = nt * 8 + 2 * t + (e % 2);
-        const float raw = s[nt][e];
-        if constexpr (kDk) capg[nt][e] = softcap_grad(p, raw);
-        float x = exp2f(score_log2(p, raw) - lse[col]);
-        if (need_mask && !visible(p, seq, m0 + col, key_j[e / 2])) x = 0.f;
-        s[nt][e] = x;
+        for (int e = 0; e < 4; ++e) {
+          const int col = nt * 8 + 2 * t + (e % 2);
+          const float raw = s[nt][e];
+          if constexpr (kDk) capg[nt][e] = softcap_grad<kCap>(p, raw);
+          s[nt][e] = fast_exp2(score_log2<kCap>(p, raw) - lse[col]);
+        }
+      }
+    });
+    if (need_mask) {
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (!visible(p, seq, m0 + nt * 8 + 2 * t + (e % 2), key_j[e / 2])) s[nt][e] = 0.f;
+        }
       }
     }
     if constexpr (kDv) {
@@ -247,7 +257,8 @@ struct DqTile {
   static constexpr int kWarps = BM / 16;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStride = Padded<HD>::kStride;
-  static constexpr size_t kSmemBytes = size_t(2 * BM + 2 * BN) * kStride * 2;
+  // Q and dO: BM rows; K and V: two buffers of BN rows each (the next block loads meanwhile).
+  static constexpr size_t kSmemBytes = size_t(2 * BM + 4 * BN) * kStride * 2;
 };
 
 template <class T, int HD, int BM, int BN>
@@ -257,10 +268,12 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sdO = sQ + BM * S;
-  T* sK = sdO + BM * S;
-  T* sV = sK + BN * S;
+  T* sK = sdO + BM * S;   // [2][BN][S]
+  T* sV = sK + 2 * BN * S;  // [2][BN][S]
 
-  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  // Last query blocks first: under a causal mask they see the most keys, so the longest CTAs
+  // start in the first wave and the short ones fill in behind them (FlashAttention-2's order).
+  const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const Seq seq = sequence(p, b);
   const int m0 = m_block * BM;
   if (m0 >= seq.q_len) return;
@@ -310,8 +323,18 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
+    const int buf = (nb - nb_lo) % 2;
     cp_async_wait<0>();
-    __syncthreads();  // K[nb], V[nb] landed
+    __syncthreads();  // K[nb], V[nb] landed; every warp is done with the other buffer
+    if (nb + 1 < nb_hi) {
+      load_tile<T, BN, HD, Tile::kThreads>(sK + (1 - buf) * BN * S, k + int64_t(n0 + BN) * p.k.row_stride,
+                                           p.k.row_stride, seq.k_len - n0 - BN);
+      load_tile<T, BN, HD, Tile::kThreads>(sV + (1 - buf) * BN * S, v + int64_t(n0 + BN) * p.v.row_stride,
+                                           p.v.row_stride, seq.k_len - n0 - BN);
+    }
+    cp_async_commit();
+    const T* kt = sK + buf * BN * S;
+    const T* vt = sV + buf * BN * S;
 
     float s[BN / 8][4], dp[BN / 8][4];
 #pragma unroll
@@ -327,10 +350,10 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
 #pragma unroll
       for (int np = 0; np < BN / 16; ++np) {
         uint32_t bk[4], bv[4];
-        ldmatrix_x4(bk, sK + (np * 16 + b_row) * S + kk * 16 + b_col);
+        ldmatrix_x4(bk, kt + (np * 16 + b_row) * S + kk * 16 + b_col);
         mma_16816<T>(s[2 * np], a, bk[0], bk[1]);
         mma_16816<T>(s[2 * np + 1], a, bk[2], bk[3]);
-        ldmatrix_x4(bv, sV + (np * 16 + b_row) * S + kk * 16 + b_col);
+        ldmatrix_x4(bv, vt + (np * 16 + b_row) * S + kk * 16 + b_col);
         mma_16816<T>(dp[2 * np], ad, bv[0], bv[1]);
         mma_16816<T>(dp[2 * np + 1], ad, bv[2], bv[3]);
       }
@@ -338,17 +361,20 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
     const bool need_mask = n0 + BN > seq.k_len ||
                            (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
                            (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    with_softcap(p, [&](auto cap) {
+      constexpr bool kCap = decltype(cap)::value;
 #pragma unroll
-    for (int nt = 0; nt < BN / 8; ++nt) {
+      for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float raw = s[nt][e];
-        float pr = exp2f(score_log2(p, raw) - lse[e / 2]);
-        if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) pr = 0.f;
-        dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad(p, raw);
+        for (int e = 0; e < 4; ++e) {
+          const float raw = s[nt][e];
+          float pr = fast_exp2(score_log2<kCap>(p, raw) - lse[e / 2]);
+          if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) pr = 0.f;
+          dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad<kCap>(p, raw);
+        }
       }
-    }
-    // dQ += dS K; K[nb] is read here, so the next tiles load only after every warp is done.
+    });
+    // dQ += dS K.
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       uint32_t a[4];
@@ -356,19 +382,11 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
 #pragma unroll
       for (int np = 0; np < HD / 16; ++np) {
         uint32_t bk[4];
-        ldmatrix_x4_trans(bk, sK + (kk * 16 + bt_row) * S + np * 16 + bt_col);
+        ldmatrix_x4_trans(bk, kt + (kk * 16 + bt_row) * S + np * 16 + bt_col);
         mma_16816<T>(dq[2 * np], a, bk[0], bk[1]);
         mma_16816<T>(dq[2 * np + 1], a, bk[2], bk[3]);
       }
     }
-    __syncthreads();
-    if (nb + 1 < nb_hi) {
-      load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(n0 + BN) * p.k.row_stride, p.k.row_stride,
-                                           seq.k_len - n0 - BN);
-      load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0 + BN) * p.v.row_stride, p.v.row_stride,
-                                           seq.k_len - n0 - BN);
-    }
-    cp_async_commit();
   }
 
   T* dq_out = head_base<T>(p, p.dq, b, h, true);

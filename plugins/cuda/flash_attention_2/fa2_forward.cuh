@@ -1,5 +1,6 @@
 // FlashAttention-2 forward (Dao 2023, Algorithm 1) on mma.sync tensor cores. One CTA computes
-// BM query rows of one (sequence, head); each of its NW = BM / 16 warps owns 16 rows and walks
+// BM query rows of one (sequence, head); each of its warps owns MT x 16 rows (MT m16 tiles that
+// share every K and V fragment read from shared memory, FlashAttention-2's warp tiling) and walks
 // the visible key blocks of BN keys with the online softmax, so no seqlen x seqlen matrix is
 // ever stored. K and V tiles stream through shared memory with cp.async, each load overlapped
 // with the other product (S = Q K^T while V lands, O += P V while the next K lands), and P is
@@ -10,33 +11,36 @@
 
 namespace attnrt::cuda::fa2 {
 
-template <int HD, int BM, int BN>
+template <int HD, int BM, int BN, int MT>
 struct ForwardTile {
-  static_assert(HD % 16 == 0 && BM % 16 == 0 && BN % 16 == 0, "tiles are multiples of 16");
-  static constexpr int kWarps = BM / 16;
+  static_assert(HD % 16 == 0 && BN % 16 == 0 && BM % (16 * MT) == 0, "tiles are multiples of 16");
+  static constexpr int kWarps = BM / (16 * MT);
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStride = Padded<HD>::kStride;
-  // Q stays in registers up to head_dim 128; beyond, it is re-read from shared memory.
-  static constexpr bool kQInRegs = HD <= 128;
+  // Q fragments stay in registers while they fit beside the accumulators; else re-read per block.
+  static constexpr bool kQInRegs = HD * MT <= 128;
   static constexpr size_t kSmemBytes = size_t(BM + 2 * BN) * kStride * 2;
 };
 
-template <class T, int HD, int BM, int BN>
-__global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
+template <class T, int HD, int BM, int BN, int MT>
+__global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     forward_kernel(const AttentionParams p) {
-  using Tile = ForwardTile<HD, BM, BN>;
+  using Tile = ForwardTile<HD, BM, BN, MT>;
   constexpr int S = Tile::kStride;
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sK = sQ + BM * S;
   T* sV = sK + BN * S;
 
-  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  // Last query blocks first: under a causal mask they see the most keys, so the longest CTAs
+  // start in the first wave and the short ones fill in behind them (FlashAttention-2's order).
+  const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const Seq seq = sequence(p, b);
   const int m0 = m_block * BM;
   if (m0 >= seq.q_len) return;
   const int hk = h / (p.heads_q / p.heads_kv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
 
   // Key blocks any row of this CTA can see.
   int n_lo = 0, n_hi = seq.k_len;
@@ -56,24 +60,31 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
   }
   cp_async_commit();
 
-  float o[HD / 8][4];
+  float o[MT][HD / 8][4];
+  float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
-  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < HD / 8; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = -INFINITY;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
 
-  uint32_t qf[Tile::kQInRegs ? HD / 16 : 1][4];
-  const T* sQw = sQ + (warp * 16 + (lane % 16)) * S + (lane / 16) * 8;  // this lane's ldmatrix row
+  uint32_t qf[Tile::kQInRegs ? MT : 1][Tile::kQInRegs ? HD / 16 : 1][4];
+  const T* sQw = sQ + (w0 + (lane % 16)) * S + (lane / 16) * 8;  // this lane's ldmatrix row (tile 0)
   cp_async_wait<0>();
   __syncthreads();
   if constexpr (Tile::kQInRegs) {
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], sQw + kk * 16);
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[mt][kk], sQw + mt * 16 * S + kk * 16);
+    }
   }
 
   // ldmatrix row addresses: K as the "col" B operand (rows are keys), V transposed.
   const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
-  const int row_i[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
@@ -84,24 +95,33 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
     load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0) * p.v.row_stride, p.v.row_stride, seq.k_len - n0);
     cp_async_commit();
 
-    float s[BN / 8][4];
+    float s[MT][BN / 8][4];
 #pragma unroll
-    for (int i = 0; i < BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+    }
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t a[4];
-      if constexpr (Tile::kQInRegs) {
+      uint32_t a[MT][4];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) a[r] = qf[kk][r];
-      } else {
-        ldmatrix_x4(a, sQw + kk * 16);
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (Tile::kQInRegs) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a[mt][r] = qf[mt][kk][r];
+        } else {
+          ldmatrix_x4(a[mt], sQw + mt * 16 * S + kk * 16);
+        }
       }
 #pragma unroll
       for (int np = 0; np < BN / 16; ++np) {
         uint32_t bk[4];
         ldmatrix_x4(bk, sK + (np * 16 + k_row) * S + kk * 16 + k_col);
-        mma_16816<T>(s[2 * np], a, bk[0], bk[1]);
-        mma_16816<T>(s[2 * np + 1], a, bk[2], bk[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(s[mt][2 * np], a[mt], bk[0], bk[1]);
+          mma_16816<T>(s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+        }
       }
     }
 
@@ -109,37 +129,54 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
     const bool need_mask = n0 + BN > seq.k_len ||
                            (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
                            (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    with_softcap(p, [&](auto cap) {
 #pragma unroll
-    for (int nt = 0; nt < BN / 8; ++nt) {
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = score_log2(p, s[nt][e]);
-        if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) x = -INFINITY;
-        s[nt][e] = x;
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] = score_log2<decltype(cap)::value>(p, s[mt][nt][e]);
+        }
+      }
+    });
+    if (need_mask) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int i = m0 + w0 + mt * 16 + g + 8 * (e / 2);
+            if (!visible(p, seq, i, n0 + nt * 8 + 2 * t + (e % 2))) s[mt][nt][e] = -INFINITY;
+          }
+        }
       }
     }
     // Online softmax: rescale what was accumulated by exp2(old max - new max).
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      mx = quad_max(mx);
-      const float base = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet stays at 0
-      const float alpha = exp2f(row_max[r] - base);
-      row_max[r] = mx;
-      float sum = 0.f;
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[mt][r];
 #pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
-        sum += s[nt][2 * r] + s[nt][2 * r + 1];
-      }
-      row_sum[r] = row_sum[r] * alpha + sum;
+        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
+        mx = quad_max(mx);
+        const float base = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet stays at 0
+        const float alpha = fast_exp2(row_max[mt][r] - base);
+        row_max[mt][r] = mx;
+        float sum = 0.f;
 #pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        o[dt][2 * r] *= alpha;
-        o[dt][2 * r + 1] *= alpha;
+        for (int nt = 0; nt < BN / 8; ++nt) {
+          s[mt][nt][2 * r] = fast_exp2(s[mt][nt][2 * r] - base);
+          s[mt][nt][2 * r + 1] = fast_exp2(s[mt][nt][2 * r + 1] - base);
+          sum += s[mt][nt][2 * r] + s[mt][nt][2 * r + 1];
+        }
+        row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+          o[mt][dt][2 * r] *= alpha;
+          o[mt][dt][2 * r + 1] *= alpha;
+        }
       }
     }
 
@@ -153,14 +190,18 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
 
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4];
-      accum_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) accum_to_a<T>(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
       for (int np = 0; np < HD / 16; ++np) {
         uint32_t bv[4];
         ldmatrix_x4_trans(bv, sV + (kk * 16 + v_row) * S + np * 16 + v_col);
-        mma_16816<T>(o[2 * np], a, bv[0], bv[1]);
-        mma_16816<T>(o[2 * np + 1], a, bv[2], bv[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_16816<T>(o[mt][2 * np], a[mt], bv[0], bv[1]);
+          mma_16816<T>(o[mt][2 * np + 1], a[mt], bv[2], bv[3]);
+        }
       }
     }
   }
@@ -168,18 +209,21 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN>::kThreads)
   // Epilogue: normalize, write out and lse (rows past the sequence are not written).
   T* out = head_base<T>(p, p.out, b, h, true);
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float sum = quad_sum(row_sum[r]);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const int i = row_i[r];
-    if (i >= seq.q_len) continue;
-    T* row = out + int64_t(i) * p.out.row_stride + 2 * t;
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) {
-      *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-    }
-    if (p.lse && t == 0) {
-      p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    for (int r = 0; r < 2; ++r) {
+      const float sum = quad_sum(row_sum[mt][r]);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int i = m0 + w0 + mt * 16 + g + 8 * r;
+      if (i >= seq.q_len) continue;
+      T* row = out + int64_t(i) * p.out.row_stride + 2 * t;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
+      }
+      if (p.lse && t == 0) {
+        p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * kLn2 + logf(sum) : -INFINITY;
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
-// Launch configurations, one per head_dim (tile sizes chosen as FlashAttention-2's for A100/H100:
-// 128-row query tiles up to head_dim 128, 64 beyond, so accumulators stay in registers).
+// Launch configurations, one per head_dim. Every kernel runs 4 warps (16 rows each) with at most
+// 255 registers per thread, so two CTAs share an SM and one's barriers and loads overlap the
+// other's tensor-core work (one CTA of 8 warps measured 0.3-0.45x of FlashAttention-2; docs/perf.md).
 #pragma once
 
 #include "fa2_backward.cuh"
@@ -11,9 +12,12 @@ namespace attnrt::cuda::fa2 {
 
 template <int HD>
 struct Config {
-  static constexpr int kFwdBM = HD <= 128 ? 128 : 64;
-  static constexpr int kFwdBN = HD <= 64 ? 128 : 64;
-  static constexpr int kDkDvBN = HD <= 128 ? 128 : 64;  // keys per CTA (16 per warp)
+  // Forward: 4 warps of MT m16 tiles each (MT = 2 up to head_dim 128: 128 rows, K/V fragments
+  // shared by two tiles; MT = 1 beyond, where two tiles' accumulators would not fit).
+  static constexpr int kFwdMT = HD <= 128 ? 2 : 1;
+  static constexpr int kFwdBM = 64 * kFwdMT;
+  static constexpr int kFwdBN = HD <= 64 ? 64 : HD <= 128 ? 32 : 64;
+  static constexpr int kDkDvBN = 64;                    // keys per CTA (16 per warp)
   static constexpr int kDkDvBM = HD <= 64 ? 64 : 32;    // queries per step
   static constexpr bool kSplitDkDv = HD > 128;          // dV and dK in two passes
   static constexpr int kDqBM = 64, kDqBN = HD <= 128 ? 64 : 32;
@@ -33,8 +37,8 @@ cudaError_t set_smem(Kernel kernel, size_t bytes) {
 template <class T, int HD>
 cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
-  using Tile = ForwardTile<HD, C::kFwdBM, C::kFwdBN>;
-  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN>;
+  using Tile = ForwardTile<HD, C::kFwdBM, C::kFwdBN, C::kFwdMT>;
+  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_q, C::kFwdBM), p.heads_q, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);

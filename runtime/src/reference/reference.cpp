@@ -99,15 +99,19 @@ RowScores row_scores(const Layout& L, int64_t b, int64_t h, int64_t i) {
   return r;
 }
 
-void refuse_unsupported(const attnrt_attention_desc& d) {
+// desc.device names where the checked call runs; the reference reads host copies of its inputs.
+void refuse_unsupported(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
   if (d.dropout_p > 0.0f) throw Error("reference: dropout has no deterministic reference");
-  if (d.device.device_type != kDLCPU) throw Error("reference: tensors must be on the CPU");
+  for (const DLTensor* t : {a.q, a.k, a.v, a.sinks, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_k, a.seqused_k,
+                            a.block_table}) {
+    if (t && t->device.device_type != kDLCPU) throw Error("reference: tensors must be on the CPU");
+  }
 }
 
 }  // namespace
 
 ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
-  refuse_unsupported(d);
+  refuse_unsupported(d, a);
   const Layout L{d, a};
   ReferenceForward r;
   r.out.assign(numel_of(*a.out), 0.0);
@@ -134,7 +138,7 @@ ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_
 
 ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnrt_forward_args& a,
                                      const DLTensor& dout) {
-  refuse_unsupported(d);
+  refuse_unsupported(d, a);
   const Layout L{d, a};
   ReferenceBackward g;
   g.dq.assign(numel_of(*a.q), 0.0);

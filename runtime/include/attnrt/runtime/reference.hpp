@@ -21,7 +21,8 @@ struct ReferenceBackward {
 };
 
 // Forward in fp64 from the call's (low-precision) inputs. args.out and args.lse are not read;
-// their shapes define the result's layout. Dropout is refused (throws attnrt::Error).
+// their shapes define the result's layout. Dropout is refused (throws attnrt::Error). The tensors
+// must be in host memory; desc.device may name another device (the call being checked).
 ReferenceForward reference_forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args);
 
 // Gradients of sum(out * dout) in fp64, from q, k, v and dout alone (p recomputed, not taken

@@ -9,6 +9,7 @@
 #include <attnrt_cuda/warp_mma.cuh>
 
 #include <cmath>
+#include <type_traits>
 
 namespace attnrt::cuda {
 
@@ -75,6 +76,13 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gmem, int64_t row_st
   }
 }
 
+// 2^x by the SFU (ex2.approx.ftz: FlashAttention's fast path; 2^-inf = 0).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Whether key j is visible to query i (both within one sequence): the ABI's mask rule.
 __device__ __forceinline__ bool visible(const AttentionParams& p, const Seq& s, int i, int j) {
   return j < s.k_len && (p.window_right < 0 || j <= i + s.diag + p.window_right) &&
@@ -82,16 +90,26 @@ __device__ __forceinline__ bool visible(const AttentionParams& p, const Seq& s, 
 }
 
 // A raw q.k product as a log2-domain score: scale, then softcap (Gemma 2's cap * tanh(s / cap)).
+// kCap is p.softcap > 0, decided once per tile by with_softcap() rather than per element.
+template <bool kCap>
 __device__ __forceinline__ float score_log2(const AttentionParams& p, float raw) {
-  if (p.softcap > 0) return p.softcap * kLog2e * tanhf(raw * (p.softmax_scale / p.softcap));
+  if constexpr (kCap) return p.softcap * kLog2e * tanhf(raw * (p.softmax_scale / p.softcap));
   return raw * (p.softmax_scale * kLog2e);
 }
 
 // d(score)/d(raw) / softmax_scale at a raw product: 1 - tanh^2 with softcap, else 1.
+template <bool kCap>
 __device__ __forceinline__ float softcap_grad(const AttentionParams& p, float raw) {
-  if (p.softcap <= 0) return 1.0f;
+  if constexpr (!kCap) return 1.0f;
   const float t = tanhf(raw * (p.softmax_scale / p.softcap));
   return 1.0f - t * t;
+}
+
+// Calls fn(std::bool_constant<softcap on>{}): one branch per tile, none per element.
+template <class Fn>
+__device__ __forceinline__ void with_softcap(const AttentionParams& p, Fn&& fn) {
+  if (p.softcap > 0) fn(std::true_type{});
+  else fn(std::false_type{});
 }
 
 // Max and sum across the four lanes of a quad (the lanes that share an accumulator row).
