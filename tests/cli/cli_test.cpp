@@ -1,5 +1,8 @@
 // The attnrt CLI end to end, on the real MiniLM fixture and the configs/ examples.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
@@ -38,7 +41,8 @@ TEST(Cli, VerlActorEagerOverrideCriticDefaultChain) {
     EXPECT_LT(s["max_error"]["out"].get<double>(), 1e-5);
     EXPECT_LT(s["max_error_vs_source_model"].get<double>(), 1e-5) << "matches the model's own attention output";
   }
-  EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable on cpu: not installed")) << r.output;
+  EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable on cpu: " +
+                                     test::fa2_reason_on_cpu())) << r.output;
   EXPECT_TRUE(contains(r.output, "Falling back to 'sdpa'")) << r.output;
 }
 
@@ -63,7 +67,7 @@ TEST(Cli, StrictWithAnUnavailableBackendListsEveryReason) {
   const auto r = run_cli("run configs/examples/strict_flash.yaml");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "strict mode: 'flash_attention_2' cannot be used on cpu")) << r.output;
-  EXPECT_TRUE(contains(r.output, "flash_attention_2: not installed")) << r.output;
+  EXPECT_TRUE(contains(r.output, "flash_attention_2: " + test::fa2_reason_on_cpu())) << r.output;
   EXPECT_TRUE(contains(r.output, "0 passed, 1 failed")) << r.output;
 }
 
@@ -115,12 +119,43 @@ TEST(Cli, ErrorsAreOneClearLineAndNonZero) {
   EXPECT_TRUE(contains(r.output, "neither a config file")) << r.output;
 }
 
+TEST(Cli, BenchTimesNamedBackendsAndWritesCsv) {
+  const std::string csv = (std::filesystem::temp_directory_path() / "attnrt_bench_test.csv").string();
+  const bool fa2 = test::fa2_reason_on_cpu() != "not installed";  // built with nvcc
+  const auto r = run_cli(std::string("bench --backends sdpa,eager") + (fa2 ? ",flash_attention_2" : "") +
+                         " --dtype fp32 --hdim 32 --seqlen 64,128 --mask causal --tokens 256 --hidden 64 --warmup 0"
+                         " --iterations 2 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(csv);
+  std::string line, all;
+  int rows = 0;
+  std::getline(in, line);
+  EXPECT_EQ(line, "case,backend,pass,ms,tflops,note");
+  while (std::getline(in, line)) {
+    ++rows;
+    all += line + "\n";
+  }
+  EXPECT_EQ(rows, fa2 ? 12 : 8) << "2 seqlens x backends x fwd/bwd:\n" << all;
+  EXPECT_TRUE(contains(all, "D32_S128_B2_H2_causal_fwd,sdpa,fwd,")) << all;
+  // A backend that cannot run the case is reported with its reason, never timed as something else.
+  if (fa2) {
+    EXPECT_TRUE(contains(all, "D32_S64_B4_H2_causal_bwd,flash_attention_2,bwd,0.0000,0.00,\"device cpu")) << all;
+  }
+  EXPECT_FALSE(contains(all, "D32_S64_B4_H2_causal_fwd,sdpa,fwd,0.0000")) << all;
+  std::filesystem::remove(csv);
+
+  const auto bad = run_cli("bench --backends no_such_backend");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(contains(bad.output, "--backends: no plugin named 'no_such_backend' is installed")) << bad.output;
+}
+
 TEST(Cli, ListShowsPluginsAndTheDeviceMatrix) {
   const auto r = run_cli("list --matrix");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "eager")) << r.output;
   EXPECT_TRUE(contains(r.output, "yes (cpu)")) << r.output;
-  EXPECT_TRUE(contains(r.output, "flash_attention_2  -> sdpa (not installed)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "flash_attention_2  -> sdpa (" + test::fa2_reason_on_cpu() + ")")) << r.output;
+  EXPECT_TRUE(contains(r.output, "flash_attention_3  -> sdpa (not installed)")) << r.output;
   const auto j = run_cli("list --json");
   const auto parsed = nlohmann::json::parse(j.output.substr(j.output.find("{\n")));
   EXPECT_GE(parsed["plugins"].size(), 2u);

@@ -18,7 +18,7 @@ struct Config {
   static constexpr int kFwdBM = 64 * kFwdMT;
   static constexpr int kFwdBN = HD <= 64 ? 64 : HD <= 128 ? 32 : 64;
   static constexpr int kDkDvBN = 64;                    // keys per CTA (16 per warp)
-  static constexpr int kDkDvBM = HD <= 64 ? 64 : 32;    // queries per step
+  static constexpr int kDkDvBM = HD <= 128 ? 64 : 32;   // queries per step
   static constexpr bool kSplitDkDv = HD > 128;          // dV and dK in two passes
   static constexpr int kDqBM = 64, kDqBN = HD <= 128 ? 64 : 32;
 };
