@@ -13,6 +13,7 @@
 #pragma once
 
 #include <attnrt_cuda/tile.cuh>
+#include <attnrt_cuda/warp_gemm.cuh>
 
 namespace attnrt::cuda::fa2 {
 
@@ -112,8 +113,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
   // ldmatrix lane addresses. A operands (K, V rows of this warp): row lane % 16, col (lane/16)*8.
   const T* sKw = sK + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
   const T* sVw = sV + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
-  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;   // rows are n
-  const int bt_row = (lane % 8) + ((lane / 8) % 2) * 8, bt_col = (lane / 16) * 8;  // rows are k
+  const BLane bl = BLane::plain(lane), blt = BLane::trans(lane);
   const int key_j[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
 
   for (int step = 0; step < steps; ++step) {
@@ -132,18 +132,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
     float s[BM / 8][4];
 #pragma unroll
     for (int i = 0; i < BM / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t a[4];
-      ldmatrix_x4(a, sKw + kk * 16);
-#pragma unroll
-      for (int np = 0; np < BM / 16; ++np) {
-        uint32_t bq[4];
-        ldmatrix_x4(bq, q + (np * 16 + b_row) * S + kk * 16 + b_col);
-        mma_16816<T>(s[2 * np], a, bq[0], bq[1]);
-        mma_16816<T>(s[2 * np + 1], a, bq[2], bq[3]);
-      }
-    }
+    gemm_smem_smem<T, HD, BM, S>(s, sKw, q, bl);
     // P^T (and the softcap factor, kept in s's place until dS^T is formed).
     const bool need_mask = n0 + BN > seq.k_len ||
                            (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
@@ -173,36 +162,14 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
     }
     if constexpr (kDv) {
       // dV += P^T dO.
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        uint32_t a[4];
-        accum_to_a<T>(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-        for (int np = 0; np < HD / 16; ++np) {
-          uint32_t bd[4];
-          ldmatrix_x4_trans(bd, dO + (kk * 16 + bt_row) * S + np * 16 + bt_col);
-          mma_16816<T>(dv[2 * np], a, bd[0], bd[1]);
-          mma_16816<T>(dv[2 * np + 1], a, bd[2], bd[3]);
-        }
-      }
+      gemm_accum_smem<T, BM, HD, S>(dv, s, dO, blt);
     }
     if constexpr (kDk) {
       // dP^T = V dO^T, then dS^T = P^T (dP^T - D) * softcap factor.
       float dp[BM / 8][4];
 #pragma unroll
       for (int i = 0; i < BM / 8; ++i) dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) {
-        uint32_t a[4];
-        ldmatrix_x4(a, sVw + kk * 16);
-#pragma unroll
-        for (int np = 0; np < BM / 16; ++np) {
-          uint32_t bd[4];
-          ldmatrix_x4(bd, dO + (np * 16 + b_row) * S + kk * 16 + b_col);
-          mma_16816<T>(dp[2 * np], a, bd[0], bd[1]);
-          mma_16816<T>(dp[2 * np + 1], a, bd[2], bd[3]);
-        }
-      }
+      gemm_smem_smem<T, HD, BM, S>(dp, sVw, dO, bl);
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt) {
 #pragma unroll
@@ -212,18 +179,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
         }
       }
       // dK += dS^T Q.
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        uint32_t a[4];
-        accum_to_a<T>(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-        for (int np = 0; np < HD / 16; ++np) {
-          uint32_t bq[4];
-          ldmatrix_x4_trans(bq, q + (kk * 16 + bt_row) * S + np * 16 + bt_col);
-          mma_16816<T>(dk[2 * np], a, bq[0], bq[1]);
-          mma_16816<T>(dk[2 * np + 1], a, bq[2], bq[3]);
-        }
-      }
+      gemm_accum_smem<T, BM, HD, S>(dk, dp, q, blt);
     }
   }
 
@@ -234,21 +190,8 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
   for (int r = 0; r < 2; ++r) {
     const int j = key_j[r];
     if (j >= seq.k_len) continue;
-    if constexpr (kDk) {
-      T* row = dk_out + int64_t(j) * p.dk.row_stride + 2 * t;
-#pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        *reinterpret_cast<uint32_t*>(row + dt * 8) =
-            pack2<T>(dk[dt][2 * r] * p.softmax_scale, dk[dt][2 * r + 1] * p.softmax_scale);
-      }
-    }
-    if constexpr (kDv) {
-      T* row = dv_out + int64_t(j) * p.dv.row_stride + 2 * t;
-#pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(dv[dt][2 * r], dv[dt][2 * r + 1]);
-      }
-    }
+    if constexpr (kDk) store_accum_row<T>(dk_out + int64_t(j) * p.dk.row_stride, dk, r, t, p.softmax_scale);
+    if constexpr (kDv) store_accum_row<T>(dv_out + int64_t(j) * p.dv.row_stride, dv, r, t, 1.0f);
   }
 }
 
@@ -318,8 +261,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
 
   const T* sQw = sQ + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
   const T* sdOw = sdO + (warp * 16 + lane % 16) * S + (lane / 16) * 8;
-  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
-  const int bt_row = (lane % 8) + ((lane / 8) % 2) * 8, bt_col = (lane / 16) * 8;
+  const BLane bl = BLane::plain(lane), blt = BLane::trans(lane);
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
@@ -342,22 +284,8 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
       s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
       dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
     }
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t a[4], ad[4];
-      ldmatrix_x4(a, sQw + kk * 16);
-      ldmatrix_x4(ad, sdOw + kk * 16);
-#pragma unroll
-      for (int np = 0; np < BN / 16; ++np) {
-        uint32_t bk[4], bv[4];
-        ldmatrix_x4(bk, kt + (np * 16 + b_row) * S + kk * 16 + b_col);
-        mma_16816<T>(s[2 * np], a, bk[0], bk[1]);
-        mma_16816<T>(s[2 * np + 1], a, bk[2], bk[3]);
-        ldmatrix_x4(bv, vt + (np * 16 + b_row) * S + kk * 16 + b_col);
-        mma_16816<T>(dp[2 * np], ad, bv[0], bv[1]);
-        mma_16816<T>(dp[2 * np + 1], ad, bv[2], bv[3]);
-      }
-    }
+    gemm_smem_smem<T, HD, BN, S>(s, sQw, kt, bl);
+    gemm_smem_smem<T, HD, BN, S>(dp, sdOw, vt, bl);
     const bool need_mask = n0 + BN > seq.k_len ||
                            (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
                            (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
@@ -375,18 +303,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
       }
     });
     // dQ += dS K.
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4];
-      accum_to_a<T>(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-      for (int np = 0; np < HD / 16; ++np) {
-        uint32_t bk[4];
-        ldmatrix_x4_trans(bk, kt + (kk * 16 + bt_row) * S + np * 16 + bt_col);
-        mma_16816<T>(dq[2 * np], a, bk[0], bk[1]);
-        mma_16816<T>(dq[2 * np + 1], a, bk[2], bk[3]);
-      }
-    }
+    gemm_accum_smem<T, BN, HD, S>(dq, dp, kt, blt);
   }
 
   T* dq_out = head_base<T>(p, p.dq, b, h, true);
@@ -394,12 +311,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   for (int r = 0; r < 2; ++r) {
     const int i = row_i[r];
     if (i >= seq.q_len) continue;
-    T* row = dq_out + int64_t(i) * p.dq.row_stride + 2 * t;
-#pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) {
-      *reinterpret_cast<uint32_t*>(row + dt * 8) =
-          pack2<T>(dq[dt][2 * r] * p.softmax_scale, dq[dt][2 * r + 1] * p.softmax_scale);
-    }
+    store_accum_row<T>(dq_out + int64_t(i) * p.dq.row_stride, dq, r, t, p.softmax_scale);
   }
 }
 

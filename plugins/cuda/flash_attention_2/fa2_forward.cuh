@@ -216,11 +216,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       const int i = m0 + w0 + mt * 16 + g + 8 * r;
       if (i >= seq.q_len) continue;
-      T* row = out + int64_t(i) * p.out.row_stride + 2 * t;
-#pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        *reinterpret_cast<uint32_t*>(row + dt * 8) = pack2<T>(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
-      }
+      store_accum_row<T>(out + int64_t(i) * p.out.row_stride, o[mt], r, t, inv);
       if (p.lse && t == 0) {
         p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * kLn2 + logf(sum) : -INFINITY;
       }

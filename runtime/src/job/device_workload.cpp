@@ -36,6 +36,17 @@ void DeviceWorkload::download(HostTensor& t) {
   }
 }
 
+// The optional inputs forward and backward share, pointed at their device mirrors.
+template <class Args>
+void DeviceWorkload::remap_optional_inputs(Args& a) {
+  a.sinks = view(w_.sinks);
+  a.alibi_slopes = view(w_.alibi_slopes);
+  a.cu_seqlens_q = view(w_.cu_seqlens_q);
+  a.cu_seqlens_k = view(w_.cu_seqlens_k);
+  a.seqused_k = view(w_.seqused_k);
+  a.block_table = view(w_.block_table);
+}
+
 attnrt_forward_args DeviceWorkload::forward_args() {
   attnrt_forward_args a = w_.forward_args();
   a.q = view(w_.q);
@@ -43,12 +54,7 @@ attnrt_forward_args DeviceWorkload::forward_args() {
   a.v = view(w_.v);
   a.out = view(w_.out);
   a.lse = a.lse ? view(w_.lse) : nullptr;
-  a.sinks = view(w_.sinks);
-  a.alibi_slopes = view(w_.alibi_slopes);
-  a.cu_seqlens_q = view(w_.cu_seqlens_q);
-  a.cu_seqlens_k = view(w_.cu_seqlens_k);
-  a.seqused_k = view(w_.seqused_k);
-  a.block_table = view(w_.block_table);
+  remap_optional_inputs(a);
   return a;
 }
 
@@ -64,12 +70,7 @@ attnrt_backward_args DeviceWorkload::backward_args() {
   a.dk = view(w_.dk);
   a.dv = view(w_.dv);
   a.dsinks = a.dsinks ? view(w_.dsinks) : nullptr;
-  a.sinks = view(w_.sinks);
-  a.alibi_slopes = view(w_.alibi_slopes);
-  a.cu_seqlens_q = view(w_.cu_seqlens_q);
-  a.cu_seqlens_k = view(w_.cu_seqlens_k);
-  a.seqused_k = view(w_.seqused_k);
-  a.block_table = view(w_.block_table);
+  remap_optional_inputs(a);
   return a;
 }
 

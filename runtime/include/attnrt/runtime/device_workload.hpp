@@ -30,6 +30,8 @@ class DeviceWorkload {
 
  private:
   DLTensor* view(HostTensor& t);
+  template <class Args>
+  void remap_optional_inputs(Args& a);
   void poison(HostTensor& t);
   void download(HostTensor& t);
 

@@ -112,6 +112,16 @@ __device__ __forceinline__ void with_softcap(const AttentionParams& p, Fn&& fn) 
   else fn(std::false_type{});
 }
 
+// Writes accumulator row r (0: row g, 1: row g + 8) of N8 n8 tiles, times `scale`, as pairs of T
+// at row + 8 * tile + 2 * t: the C-fragment layout straight to global memory.
+template <class T, int N8>
+__device__ __forceinline__ void store_accum_row(T* row, const float (&acc)[N8][4], int r, int t, float scale) {
+#pragma unroll
+  for (int dt = 0; dt < N8; ++dt) {
+    *reinterpret_cast<uint32_t*>(row + dt * 8 + 2 * t) = pack2<T>(acc[dt][2 * r] * scale, acc[dt][2 * r + 1] * scale);
+  }
+}
+
 // Max and sum across the four lanes of a quad (the lanes that share an accumulator row).
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
