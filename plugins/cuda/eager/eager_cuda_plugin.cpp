@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,7 @@ class EagerCudaPlugin {
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
     sdk::check_forward(d, a);
     sdk::require_supported(supports(d));
+    std::lock_guard<std::mutex> lock(mutex_);  // one cuBLAS handle per instance
     const Layout L(d, false);
     sdk::require_workspace(e, L.total, 0);
     cudaStream_t stream = prepare(d, e, L);
@@ -191,6 +193,7 @@ class EagerCudaPlugin {
     sdk::check_backward(d, a);
     sdk::require_supported(supports(d));
     if (d.is_paged) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "backward through a paged KV cache is not supported");
+    std::lock_guard<std::mutex> lock(mutex_);
     const Layout L(d, true);
     sdk::require_workspace(e, L.total, 0);
     cudaStream_t stream = prepare(d, e, L);
@@ -242,11 +245,11 @@ class EagerCudaPlugin {
                v.row_stride, v.head_stride, dob + (h0 + j) * dout.head_stride * es, d.dtype, dout.row_stride,
                group * dout.head_stride, 0.f, dp32 + j * qk, ATTNRT_DTYPE_FP32, s.k_len, group * qk, ck);
         }
-        // P from the forward's lse (a row kernel with no lse output), then dV^T += dO^T P.
+        // P recomputed by the forward's own row kernel (lse output off: the forward's lse stays
+        // untouched; same inputs and code give the same P), then dV^T += dO^T P.
         cuda::eager::RowParams fr = r;
         fr.lse = nullptr;
         check_cuda(cuda::eager::softmax_forward(fr, s32, p, kernel_dtype(d.dtype), stream), "eager softmax");
-        // softmax_forward recomputes lse itself; it equals the forward's (same inputs, same code).
         for (int32_t j = 0; j < group; ++j) {
           gemm(CUBLAS_OP_N, CUBLAS_OP_T, d.head_dim_v, s.k_len, s.q_len, dob + (h0 + j) * dout.head_stride * es,
                d.dtype, dout.row_stride, group * dout.head_stride, p + j * qk * es, d.dtype, s.k_len, group * qk, 1.f,
@@ -373,6 +376,9 @@ class EagerCudaPlugin {
                  "eager matrix product");
   }
 
+  // The SDK lets calls on one instance overlap; the handle's stream and workspace are per call,
+  // so calls are serialized here (eager is the debugging path, not the concurrent one).
+  std::mutex mutex_;
   cublasHandle_t handle_ = nullptr;
   int device_ = -1;
 };
