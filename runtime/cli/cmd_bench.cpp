@@ -10,15 +10,14 @@
 #include "table.hpp"
 
 #include <attnrt/runtime/backend.hpp>
-#include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/runtime/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/timing.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -46,18 +45,6 @@ std::vector<int> split_ints(const std::string& s, const char* what) {
     if (out.back() <= 0) throw Error(fmt::format("--{}: {} must be positive", what, x));
   }
   return out;
-}
-
-double wall_median_ms(int warmup, int iterations, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
 }
 
 }  // namespace
@@ -116,8 +103,7 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
                                              causal ? "causal" : "full");
         for (auto& [name, backend] : backends) {
           auto time = [&](const std::function<void()>& fn) {
-            return cuda ? cuda_median_ms(device.dl, nullptr, b.warmup, b.iterations, fn)
-                        : wall_median_ms(b.warmup, b.iterations, fn);
+            return median_call_ms(device.dl, nullptr, b.warmup, b.iterations, fn);
           };
           for (const char* pass : {"fwd", "bwd"}) {
             const bool bwd = pass[0] == 'b';

@@ -2,28 +2,16 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/reference.hpp>
 #include <attnrt/runtime/run_job.hpp>
+#include <attnrt/runtime/timing.hpp>
 
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 
 namespace attnrt {
 namespace {
-
-double median_ms(int warmup, int iterations, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
 
 long peak_rss_kb() {
   rusage usage{};
@@ -60,10 +48,8 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
   const int iterations = options.iterations.value_or(spec.iterations);
   try {
     DeviceWorkload dw(w, desc.device);
-    // CPU: wall clock per call; CUDA: events around each (asynchronous) call.
     auto time_ms = [&](const std::function<void()>& fn) {
-      return dw.on_cuda() ? cuda_median_ms(desc.device, nullptr, spec.warmup, iterations, fn)
-                          : median_ms(spec.warmup, iterations, fn);
+      return median_call_ms(desc.device, nullptr, spec.warmup, iterations, fn);
     };
     // Reference first, on the call's own (low-precision) inputs.
     attnrt_forward_args fwd = w.forward_args();
