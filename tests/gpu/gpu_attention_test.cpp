@@ -75,6 +75,14 @@ class Gpu {
   std::map<std::string, std::shared_ptr<Backend>> backends_;
 };
 
+// A fresh random workload for `spec` whose calls run on the test's GPU.
+Workload gpu_workload(const Gpu& gpu, const WorkloadSpec& spec) {
+  Workload w = make_workload(spec);
+  w.desc.device = gpu.device.dl;
+  w.desc.cuda_arch = gpu.device.cuda_arch;
+  return w;
+}
+
 // Runs `backend` forward and backward on w (fresh device copies, poisoned outputs) and returns
 // its max errors against the fp64 reference.
 Errors run(Backend& backend, Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
@@ -109,9 +117,7 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
   Gpu& gpu = Gpu::get();
   if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
   const WorkloadSpec& spec = GetParam().spec;
-  Workload w = make_workload(spec);
-  w.desc.device = gpu.device.dl;
-  w.desc.cuda_arch = gpu.device.cuda_arch;
+  Workload w = gpu_workload(gpu, spec);
   w.desc.deterministic = 1;
   attnrt_forward_args host = w.forward_args();
   const ReferenceForward ref = reference_forward(w.desc, host);
@@ -232,10 +238,7 @@ TEST(FlashAttention2Support, RefusesWithReasons) {
   Gpu& gpu = Gpu::get();
   if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
   Backend& fa2 = *gpu.backend("flash_attention_2");
-  WorkloadSpec s = shape(ATTNRT_DTYPE_BF16, 64, 1, 64, 64, 2, 2);
-  Workload w = make_workload(s);
-  w.desc.device = gpu.device.dl;
-  w.desc.cuda_arch = gpu.device.cuda_arch;
+  Workload w = gpu_workload(gpu, shape(ATTNRT_DTYPE_BF16, 64, 1, 64, 64, 2, 2));
   EXPECT_EQ(fa2.unsupported_reason(w.desc), "");
   auto refused = [&](auto mutate, const char* needle) {
     attnrt_attention_desc d = w.desc;
@@ -259,9 +262,7 @@ TEST_P(EagerCudaFeatures, WithinDtypeTolerance) {
   Gpu& gpu = Gpu::get();
   if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
   const WorkloadSpec& spec = GetParam().spec;
-  Workload w = make_workload(spec);
-  w.desc.device = gpu.device.dl;
-  w.desc.cuda_arch = gpu.device.cuda_arch;
+  Workload w = gpu_workload(gpu, spec);
   attnrt_forward_args host = w.forward_args();
   const ReferenceForward ref = reference_forward(w.desc, host);
   Backend& eager = *gpu.backend("eager");

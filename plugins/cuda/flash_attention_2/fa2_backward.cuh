@@ -69,11 +69,8 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   // Query blocks that see any key of this block.
-  int i_lo = 0, i_hi = seq.q_len;
-  if (p.window_right >= 0) i_lo = max(0, n0 - seq.diag - p.window_right);
-  if (p.window_left >= 0) i_hi = min(i_hi, n0 + BN - 1 - seq.diag + p.window_left + 1);
-  const int mb_lo = i_lo / BM;
-  const int mb_hi = i_hi > i_lo ? ceil_div(i_hi, BM) : mb_lo;
+  const BlockRange qb = seeing_query_blocks(p, seq, n0, BN, BM);
+  const int mb_lo = qb.lo, mb_hi = qb.hi;
   const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
@@ -134,9 +131,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
     for (int i = 0; i < BM / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
     gemm_smem_smem<T, HD, BM, S>(s, sKw, q, bl);
     // P^T (and the softcap factor, kept in s's place until dS^T is formed).
-    const bool need_mask = n0 + BN > seq.k_len ||
-                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
-                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
     float capg[kDk ? BM / 8 : 1][4];
     with_softcap(p, [&](auto cap) {
       constexpr bool kCap = decltype(cap)::value;
@@ -223,11 +218,8 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   const int hk = h / (p.heads_q / p.heads_kv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
-  int n_lo = 0, n_hi = seq.k_len;
-  if (p.window_right >= 0) n_hi = min(n_hi, m0 + BM - 1 + seq.diag + p.window_right + 1);
-  if (p.window_left >= 0) n_lo = max(0, m0 + seq.diag - p.window_left);
-  const int nb_lo = n_lo / BN;
-  const int nb_hi = n_hi > n_lo ? ceil_div(n_hi, BN) : nb_lo;
+  const BlockRange kb = visible_key_blocks(p, seq, m0, BM, BN);
+  const int nb_lo = kb.lo, nb_hi = kb.hi;
 
   const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
   const T* dO = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
@@ -286,9 +278,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
     }
     gemm_smem_smem<T, HD, BN, S>(s, sQw, kt, bl);
     gemm_smem_smem<T, HD, BN, S>(dp, sdOw, vt, bl);
-    const bool need_mask = n0 + BN > seq.k_len ||
-                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
-                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
     with_softcap(p, [&](auto cap) {
       constexpr bool kCap = decltype(cap)::value;
 #pragma unroll

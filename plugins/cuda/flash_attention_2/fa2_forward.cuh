@@ -43,11 +43,8 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
 
   // Key blocks any row of this CTA can see.
-  int n_lo = 0, n_hi = seq.k_len;
-  if (p.window_right >= 0) n_hi = min(n_hi, m0 + BM - 1 + seq.diag + p.window_right + 1);
-  if (p.window_left >= 0) n_lo = max(0, m0 + seq.diag - p.window_left);
-  const int nb_lo = n_lo / BN;
-  const int nb_hi = n_hi > n_lo ? ceil_div(n_hi, BN) : nb_lo;
+  const BlockRange kb = visible_key_blocks(p, seq, m0, BM, BN);
+  const int nb_lo = kb.lo, nb_hi = kb.hi;
 
   const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
   const T* k = head_base<const T>(p, p.k, b, hk, false);
@@ -126,9 +123,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
 
     // Scores in the log2 domain; the mask only where the block crosses a boundary.
-    const bool need_mask = n0 + BN > seq.k_len ||
-                           (p.window_right >= 0 && n0 + BN - 1 > m0 + seq.diag + p.window_right) ||
-                           (p.window_left >= 0 && n0 < m0 + BM - 1 + seq.diag - p.window_left);
+    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
     with_softcap(p, [&](auto cap) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {

@@ -5,8 +5,7 @@ namespace attnrt {
 
 DeviceWorkload::DeviceWorkload(Workload& w, DLDevice device) : w_(w), device_(device) {
   if (!on_cuda()) return;
-  for (HostTensor* t : {&w.q, &w.k, &w.v, &w.out, &w.lse, &w.sinks, &w.alibi_slopes, &w.cu_seqlens_q, &w.cu_seqlens_k,
-                        &w.seqused_k, &w.block_table, &w.dout, &w.dq, &w.dk, &w.dv, &w.dsinks}) {
+  for (HostTensor* t : w.tensors()) {
     if (!t->empty()) mirrors_.emplace_back(t, DeviceTensor(*t, device));
   }
 }

@@ -348,10 +348,7 @@ attnrt_backward_args Workload::backward_args() {
 
 size_t Workload::tensor_bytes() const {
   size_t n = 0;
-  for (const HostTensor* t : {&q, &k, &v, &out, &lse, &sinks, &alibi_slopes, &cu_seqlens_q, &cu_seqlens_k, &seqused_k,
-                              &block_table, &dout, &dq, &dk, &dv, &dsinks}) {
-    n += t->empty() ? 0 : t->nbytes();
-  }
+  for (const HostTensor* t : tensors()) n += t->empty() ? 0 : t->nbytes();
   return n;
 }
 

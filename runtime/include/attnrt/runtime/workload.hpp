@@ -8,6 +8,7 @@
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/host_tensor.hpp>
 
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -50,6 +51,16 @@ struct Workload {
   attnrt_forward_args forward_args();
   attnrt_backward_args backward_args();
   size_t tensor_bytes() const;
+  // Every tensor of the call, present or not (empty() when the call does not use it).
+  std::array<HostTensor*, 16> tensors() { return tensors_of<HostTensor>(*this); }
+  std::array<const HostTensor*, 16> tensors() const { return tensors_of<const HostTensor>(*this); }
+
+ private:
+  template <class T, class Self>
+  static std::array<T*, 16> tensors_of(Self& w) {
+    return {&w.q, &w.k, &w.v, &w.out, &w.lse, &w.sinks, &w.alibi_slopes, &w.cu_seqlens_q, &w.cu_seqlens_k,
+            &w.seqused_k, &w.block_table, &w.dout, &w.dq, &w.dk, &w.dv, &w.dsinks};
+  }
 };
 
 Workload make_workload(const WorkloadSpec& spec);

@@ -57,8 +57,13 @@ inline void require_compact(const char* name, const DLTensor* t) {
   }
 }
 
+// What forward and backward arguments share: sizes, score rule, q/k/v/out and sequence tensors.
 template <class Args>
-void common(AttentionParams& p, const attnrt_attention_desc& d, const Args& a) {
+void common(AttentionParams& p, const attnrt_attention_desc& d, const Args& a, size_t vector_bytes) {
+  p.q = ref("q", a.q, vector_bytes);
+  p.k = ref("k", a.k, vector_bytes);
+  p.v = ref("v", a.v, vector_bytes);
+  p.out = ref("out", a.out, vector_bytes);
   p.batch = d.batch;
   p.heads_q = d.heads_q;
   p.heads_kv = d.heads_kv;
@@ -84,11 +89,7 @@ void common(AttentionParams& p, const attnrt_attention_desc& d, const Args& a) {
 // `vector_bytes`: the alignment the plugin's kernels need of every row (16 for cp.async).
 inline AttentionParams make_params(const attnrt_attention_desc& d, const attnrt_forward_args& a, size_t vector_bytes) {
   AttentionParams p;
-  detail::common(p, d, a);
-  p.q = detail::ref("q", a.q, vector_bytes);
-  p.k = detail::ref("k", a.k, vector_bytes);
-  p.v = detail::ref("v", a.v, vector_bytes);
-  p.out = detail::ref("out", a.out, vector_bytes);
+  detail::common(p, d, a, vector_bytes);
   if (d.return_lse) {
     detail::require_compact("lse", a.lse);
     p.lse = static_cast<float*>(detail::data_of(a.lse));
@@ -98,11 +99,7 @@ inline AttentionParams make_params(const attnrt_attention_desc& d, const attnrt_
 
 inline AttentionParams make_params(const attnrt_attention_desc& d, const attnrt_backward_args& a, size_t vector_bytes) {
   AttentionParams p;
-  detail::common(p, d, a);
-  p.q = detail::ref("q", a.q, vector_bytes);
-  p.k = detail::ref("k", a.k, vector_bytes);
-  p.v = detail::ref("v", a.v, vector_bytes);
-  p.out = detail::ref("out", a.out, vector_bytes);
+  detail::common(p, d, a, vector_bytes);
   p.dout = detail::ref("dout", a.dout, vector_bytes);
   p.dq = detail::ref("dq", a.dq, vector_bytes);
   p.dk = detail::ref("dk", a.dk, vector_bytes);

@@ -89,6 +89,38 @@ __device__ __forceinline__ bool visible(const AttentionParams& p, const Seq& s, 
          (p.window_left < 0 || j >= i + s.diag - p.window_left);
 }
 
+// Blocks [lo, hi) of `block` keys that any query in [m0, m0 + rows) can see (empty: lo == hi).
+struct BlockRange {
+  int lo, hi;
+};
+
+__device__ __forceinline__ BlockRange visible_key_blocks(const AttentionParams& p, const Seq& s, int m0, int rows,
+                                                         int block) {
+  int n_lo = 0, n_hi = s.k_len;
+  if (p.window_right >= 0) n_hi = min(n_hi, m0 + rows - 1 + s.diag + p.window_right + 1);
+  if (p.window_left >= 0) n_lo = max(0, m0 + s.diag - p.window_left);
+  const int lo = n_lo / block;
+  return {lo, n_hi > n_lo ? ceil_div(n_hi, block) : lo};
+}
+
+// Blocks of `block` queries that see any key in [n0, n0 + keys): the transpose of the above.
+__device__ __forceinline__ BlockRange seeing_query_blocks(const AttentionParams& p, const Seq& s, int n0, int keys,
+                                                          int block) {
+  int i_lo = 0, i_hi = s.q_len;
+  if (p.window_right >= 0) i_lo = max(0, n0 - s.diag - p.window_right);
+  if (p.window_left >= 0) i_hi = min(i_hi, n0 + keys - 1 - s.diag + p.window_left + 1);
+  const int lo = i_lo / block;
+  return {lo, i_hi > i_lo ? ceil_div(i_hi, block) : lo};
+}
+
+// Whether the tile of queries [m0, m0 + rows) x keys [n0, n0 + keys) crosses a mask boundary
+// (sequence end, causal/window diagonal); tiles that do not skip the per-element test.
+__device__ __forceinline__ bool tile_needs_mask(const AttentionParams& p, const Seq& s, int m0, int rows, int n0,
+                                                int keys) {
+  return n0 + keys > s.k_len || (p.window_right >= 0 && n0 + keys - 1 > m0 + s.diag + p.window_right) ||
+         (p.window_left >= 0 && n0 < m0 + rows - 1 + s.diag - p.window_left);
+}
+
 // A raw q.k product as a log2-domain score: scale, then softcap (Gemma 2's cap * tanh(s / cap)).
 // kCap is p.softcap > 0, decided once per tile by with_softcap() rather than per element.
 template <bool kCap>
