@@ -97,6 +97,7 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
         Workload w = make_workload(spec);
         w.desc.device = device.dl;
         w.desc.cuda_arch = device.cuda_arch;
+        w.desc.deterministic = b.deterministic ? 1 : 0;
         DeviceWorkload dw(w, device.dl);
         const double flops = 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd * (causal ? 0.5 : 1.0);
         const std::string base = fmt::format("D{}_S{}_B{}_H{}_{}", hd, seqlen, spec.batch, spec.heads_q,

@@ -36,6 +36,7 @@ struct BenchArgs {
   int tokens = 16384, hidden = 2048;
   int warmup = 5, iterations = 30;
   bool forward = true, backward = true;
+  bool deterministic = false;  // desc.deterministic for every case
   std::string csv;
 };
 

@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   bench->add_option("--iterations", bench_args.iterations, "Timed calls (median)")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_flag("!--no-forward", bench_args.forward, "Skip the forward pass");
   bench->add_flag("!--no-backward", bench_args.backward, "Skip the backward pass");
+  bench->add_flag("--deterministic", bench_args.deterministic,
+                  "Ask for bit-identical repeats (flash_attention_2: the two-pass backward without atomics)");
   bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
   bench->add_flag("--json", args.json, "Print JSON");
 

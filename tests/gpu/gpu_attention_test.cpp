@@ -118,7 +118,6 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
   if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
   const WorkloadSpec& spec = GetParam().spec;
   Workload w = gpu_workload(gpu, spec);
-  w.desc.deterministic = 1;
   attnrt_forward_args host = w.forward_args();
   const ReferenceForward ref = reference_forward(w.desc, host);
   const ReferenceBackward gref = reference_backward(w.desc, host, *w.dout.dl());
@@ -126,22 +125,28 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
   Backend& fa2 = *gpu.backend("flash_attention_2");
   ASSERT_EQ(fa2.unsupported_reason(w.desc), "");
   const Errors base = run(*gpu.backend("eager"), w, ref, gref);
-  const Errors got = run(fa2, w, ref, gref);
 
   // Eager itself is checked against the dtype's tolerance (scaled like `attnrt run`).
   const double tol = output_tolerance(spec.dtype);
   EXPECT_LE(base.out, tol * std::max(1.0, max_abs(ref.out))) << "eager out";
   EXPECT_LE(base.dq, 2 * tol * std::max(1.0, max_abs(gref.dq))) << "eager dq";
   const double floor = spec.dtype == ATTNRT_DTYPE_BF16 ? 1e-2 : 1e-3;
-  expect_within("out", got.out, base.out, floor);
-  expect_within("lse", got.lse, base.lse, 1e-3);
-  expect_within("dq", got.dq, base.dq, floor);
-  expect_within("dk", got.dk, base.dk, floor);
-  expect_within("dv", got.dv, base.dv, floor);
-  RecordProperty("err_out", fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
-  RecordProperty("err_dq", fmt::format("{:.3g} (eager {:.3g})", got.dq, base.dq));
+  // Both backward paths: the single pass with atomic dQ, and the deterministic two-pass one.
+  for (int deterministic : {0, 1}) {
+    SCOPED_TRACE(deterministic ? "deterministic backward" : "single-pass backward (atomic dq)");
+    w.desc.deterministic = deterministic;
+    const Errors got = run(fa2, w, ref, gref);
+    expect_within("out", got.out, base.out, floor);
+    expect_within("lse", got.lse, base.lse, 1e-3);
+    expect_within("dq", got.dq, base.dq, floor);
+    expect_within("dk", got.dk, base.dk, floor);
+    expect_within("dv", got.dv, base.dv, floor);
+    RecordProperty(deterministic ? "err_out" : "err_out_atomic", fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
+    RecordProperty(deterministic ? "err_dq" : "err_dq_atomic", fmt::format("{:.3g} (eager {:.3g})", got.dq, base.dq));
+  }
 
   // Deterministic: a second backward is bit-identical.
+  w.desc.deterministic = 1;
   DeviceWorkload dw(w, w.desc.device);
   attnrt_forward_args fa = dw.forward_args();
   fa2.forward(w.desc, fa, 0);

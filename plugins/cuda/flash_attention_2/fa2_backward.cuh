@@ -1,15 +1,19 @@
-// FlashAttention-2 backward (Dao 2023, Algorithm 2) without atomics: P is recomputed from q, k
-// and the forward's lse, and the work is split so that every output has exactly one writer:
+// FlashAttention-2 backward (Dao 2023, Algorithm 2). P is recomputed from q, k and the forward's
+// lse:
 //   1. softmax_d_kernel: D_i = rowsum(dO_i * O_i)                        (one warp per row)
 //   2. dkdv_kernel: one CTA per block of BN keys of one kv head; each warp owns 16 keys and
 //      walks every visible query block of every q head of its GQA group:
 //        S^T = K Q^T,  P^T = exp(S^T - lse),  dV += P^T dO,  dP^T = V dO^T,
 //        dS^T = P^T (dP^T - D),  dK += dS^T Q
-//   3. dq_kernel: one CTA per block of BM queries; each warp owns 16 queries and walks the
-//      visible key blocks: S = Q K^T, P, dP = dO V^T, dS = P (dP - D), dQ += dS K.
-// dQ thus costs a second pass over S and dP (7 products instead of FlashAttention-2's 5), in
-// exchange for no fp32 accumulation buffer, no atomics, and bit-identical repeats.
-// Head dims above 128 run dkdv twice (dV only, then dK only) to keep accumulators in registers.
+//      and, unless the call is deterministic, dQ += dS K through shared memory into an fp32
+//      buffer by atomic adds (FlashAttention-2's single pass: 5 products), then
+//      dq_convert_kernel scales and rounds it into dq.
+//   3. deterministic calls instead run dq_kernel: one CTA per block of BM queries; each warp
+//      owns 16 queries and walks the visible key blocks: S = Q K^T, P, dP = dO V^T,
+//      dS = P (dP - D), dQ += dS K. That second pass over S and dP costs 7 products instead of
+//      5, in exchange for every output having exactly one writer and bit-identical repeats
+//      (atomic adds land in a different order on every run).
+// Head dims above 128 run dkdv twice (dV only, then dK and dQ) to keep accumulators in registers.
 #pragma once
 
 #include <attnrt_cuda/tile.cuh>
@@ -38,21 +42,43 @@ __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p)
 
 enum class DkDv { kBoth, kDvOnly, kDkOnly };
 
-template <int HD, int BN, int BM>
+template <int HD, int BN, int BM, bool kDq = false>
 struct DkDvTile {
   static constexpr int kWarps = BN / 16;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStride = Padded<HD>::kStride;
-  // K, V: BN rows; Q and dO: two buffers of BM rows; lse and D: two buffers of BM floats.
-  static constexpr size_t kSmemBytes = size_t(2 * BN + 4 * BM) * kStride * 2 + 4 * BM * sizeof(float);
+  // dS^T for the dQ product: BN rows of BM queries, padded like the other tiles.
+  static constexpr int kDsStride = Padded<BM>::kStride;
+  // dQ work per step: BM / 16 row groups, each split over the remaining warps by columns, in
+  // chunks of kDqChunk columns so that the chunk's accumulators fit beside dK and dV.
+  static constexpr int kDqRowGroups = BM / 16;
+  static constexpr int kDqColSplit = kWarps / kDqRowGroups;
+  static constexpr int kDqCols = HD / kDqColSplit;
+  static constexpr int kDqChunk = kDqCols % 64 == 0 ? 64 : kDqCols % 48 == 0 ? 48 : kDqCols % 32 == 0 ? 32 : 16;
+  static_assert(kWarps % kDqRowGroups == 0 && HD % kDqColSplit == 0 && kDqCols % 16 == 0, "dQ warp split");
+  // K, V: BN rows; Q and dO: two buffers of BM rows; lse and D: two buffers of BM floats; dS^T.
+  static constexpr size_t kSmemBytes = size_t(2 * BN + 4 * BM) * kStride * 2 + 4 * BM * sizeof(float) +
+                                       (kDq ? size_t(BN) * kDsStride * 2 : 0);
 };
 
-template <class T, int HD, int BN, int BM, DkDv kMode>
-__global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
+// Adds (x, y) to two consecutive floats of global memory (8-byte aligned): one vector atomic
+// on sm_90, two scalar ones before.
+__device__ __forceinline__ void atomic_add2(float* addr, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(addr), make_float2(x, y));
+#else
+  atomicAdd(addr, x);
+  atomicAdd(addr + 1, y);
+#endif
+}
+
+template <class T, int HD, int BN, int BM, DkDv kMode, bool kDq>
+__global__ void __launch_bounds__(DkDvTile<HD, BN, BM, kDq>::kThreads)
     dkdv_kernel(const AttentionParams p) {
-  using Tile = DkDvTile<HD, BN, BM>;
-  constexpr int S = Tile::kStride;
+  using Tile = DkDvTile<HD, BN, BM, kDq>;
+  constexpr int S = Tile::kStride, SD = Tile::kDsStride;
   constexpr bool kDv = kMode != DkDv::kDkOnly, kDk = kMode != DkDv::kDvOnly;
+  static_assert(!kDq || kDk, "dQ needs dS, which the dK pass forms");
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);
   T* sV = sK + BN * S;
@@ -60,6 +86,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
   T* sdO = sQ + 2 * BM * S;  // [2][BM][S]
   float* sLse = reinterpret_cast<float*>(sdO + 2 * BM * S);  // [2][BM], log2 domain
   float* sD = sLse + 2 * BM;                                 // [2][BM]
+  T* sdS = reinterpret_cast<T*>(sD + 2 * BM);                // [BN][SD], dS^T
 
   const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const Seq seq = sequence(p, b);
@@ -148,10 +175,14 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
     });
     if (need_mask) {
 #pragma unroll
-      for (int nt = 0; nt < BM / 8; ++nt) {
+      for (int r = 0; r < 2; ++r) {
+        const Span queries = seeing_queries(p, seq, key_j[r]).shifted(m0 + 2 * t);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if (!visible(p, seq, m0 + nt * 8 + 2 * t + (e % 2), key_j[e / 2])) s[nt][e] = 0.f;
+        for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            if (!queries.has(nt * 8 + e)) s[nt][2 * r + e] = 0.f;
+          }
         }
       }
     }
@@ -173,8 +204,45 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
           dp[nt][e] = s[nt][e] * (dp[nt][e] - dd[col]) * capg[nt][e];
         }
       }
+      if constexpr (kDq) {
+        // dS^T to shared memory (as T, the precision of the dQ product's operand) for dQ below.
+#pragma unroll
+        for (int nt = 0; nt < BM / 8; ++nt) {
+          T* row = sdS + (warp * 16 + g) * SD + nt * 8 + 2 * t;
+          *reinterpret_cast<uint32_t*>(row) = pack2<T>(dp[nt][0], dp[nt][1]);
+          *reinterpret_cast<uint32_t*>(row + 8 * SD) = pack2<T>(dp[nt][2], dp[nt][3]);
+        }
+      }
       // dK += dS^T Q.
       gemm_accum_smem<T, BM, HD, S>(dk, dp, q, blt);
+    }
+    if constexpr (kDq) {
+      // dQ (rows of this step's head and query block) += dS K, read back from every warp's
+      // dS^T; each warp adds its 16 rows x kDqCols columns into the fp32 buffer.
+      __syncthreads();
+      const int h = hk * group + step / (mb_hi - mb_lo);
+      const int rg = warp % Tile::kDqRowGroups, c0 = (warp / Tile::kDqRowGroups) * Tile::kDqCols;
+      const int row_i[2] = {m0 + rg * 16 + g, m0 + rg * 16 + g + 8};
+      float* dq_row[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        dq_row[r] = row_i[r] < seq.q_len ? p.dq_accum + lse_index(p, seq, h, row_i[r]) * HD + c0 + 2 * t : nullptr;
+      }
+#pragma unroll
+      for (int cc = 0; cc < Tile::kDqCols; cc += Tile::kDqChunk) {
+        float acc[Tile::kDqChunk / 8][4];
+#pragma unroll
+        for (int i = 0; i < Tile::kDqChunk / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+        gemm_smemt_smem<T, BN, Tile::kDqChunk, SD, S>(acc, sdS + rg * 16, sK + c0 + cc, lane);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (!dq_row[r]) continue;
+#pragma unroll
+          for (int nt = 0; nt < Tile::kDqChunk / 8; ++nt) {
+            atomic_add2(dq_row[r] + cc + nt * 8, acc[nt][2 * r], acc[nt][2 * r + 1]);
+          }
+        }
+      }
     }
   }
 
@@ -187,6 +255,21 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM>::kThreads)
     if (j >= seq.k_len) continue;
     if constexpr (kDk) store_accum_row<T>(dk_out + int64_t(j) * p.dk.row_stride, dk, r, t, p.softmax_scale);
     if constexpr (kDv) store_accum_row<T>(dv_out + int64_t(j) * p.dv.row_stride, dv, r, t, 1.0f);
+  }
+}
+
+// dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous).
+template <class T, int HD>
+__global__ void __launch_bounds__(128) dq_convert_kernel(const AttentionParams p) {
+  const int b = blockIdx.z, h = blockIdx.y;
+  const Seq seq = sequence(p, b);
+  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (i >= seq.q_len) return;
+  const float* src = p.dq_accum + lse_index(p, seq, h, i) * HD;
+  T* dst = head_base<T>(p, p.dq, b, h, true) + int64_t(i) * p.dq.row_stride;
+  for (int c = lane * 2; c < HD; c += 64) {
+    const float2 x = *reinterpret_cast<const float2*>(src + c);
+    *reinterpret_cast<uint32_t*>(dst + c) = pack2<T>(x.x * p.softmax_scale, x.y * p.softmax_scale);
   }
 }
 
@@ -279,6 +362,8 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
     gemm_smem_smem<T, HD, BN, S>(s, sQw, kt, bl);
     gemm_smem_smem<T, HD, BN, S>(dp, sdOw, vt, bl);
     const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
+    const Span keys[2] = {visible_keys(p, seq, row_i[0]).shifted(n0 + 2 * t),
+                          visible_keys(p, seq, row_i[1]).shifted(n0 + 2 * t)};
     with_softcap(p, [&](auto cap) {
       constexpr bool kCap = decltype(cap)::value;
 #pragma unroll
@@ -287,7 +372,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
         for (int e = 0; e < 4; ++e) {
           const float raw = s[nt][e];
           float pr = fast_exp2(score_log2<kCap>(p, raw) - lse[e / 2]);
-          if (need_mask && !visible(p, seq, row_i[e / 2], n0 + nt * 8 + 2 * t + (e % 2))) pr = 0.f;
+          if (need_mask && !keys[e / 2].has(nt * 8 + e % 2)) pr = 0.f;
           dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad<kCap>(p, raw);
         }
       }

@@ -79,6 +79,11 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
   }
 
+  // Scores stay raw (max taken on q.k, scale folded into the exponent's FFMA) when the scale is
+  // positive and there is no softcap; otherwise they are mapped to the log2 domain first.
+  const bool fold = p.softcap == 0.f && p.softmax_scale > 0.f;
+  const float c = fold ? p.softmax_scale * kLog2e : 1.f;
+
   // ldmatrix row addresses: K as the "col" B operand (rows are keys), V transposed.
   const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
@@ -122,32 +127,42 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
       }
     }
 
-    // Scores in the log2 domain; the mask only where the block crosses a boundary.
+    // The mask only where the block crosses a boundary; masked scores are -inf in either domain.
     const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
-    with_softcap(p, [&](auto cap) {
+    if (!fold) {
+      with_softcap(p, [&](auto cap) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
+        for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+          for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][nt][e] = score_log2<decltype(cap)::value>(p, s[mt][nt][e]);
+            for (int e = 0; e < 4; ++e) s[mt][nt][e] = score_log2<decltype(cap)::value>(p, s[mt][nt][e]);
+          }
         }
-      }
-    });
+      });
+    }
     if (need_mask) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+        for (int r = 0; r < 2; ++r) {
+          const Span keys = visible_keys(p, seq, m0 + w0 + mt * 16 + g + 8 * r).shifted(n0 + 2 * t);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int i = m0 + w0 + mt * 16 + g + 8 * (e / 2);
-            if (!visible(p, seq, i, n0 + nt * 8 + 2 * t + (e % 2))) s[mt][nt][e] = -INFINITY;
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              if (!keys.has(nt * 8 + e)) s[mt][nt][2 * r + e] = -INFINITY;
+            }
           }
         }
       }
     }
-    // Online softmax: rescale what was accumulated by exp2(old max - new max).
+    // Online softmax: P = exp2(s * c - max * c), one FFMA and one MUFU per score; what was
+    // accumulated is rescaled by exp2((old max - new max) * c), skipped (exactly: the factor
+    // would be 1) when no row of this warp found a larger maximum, as it usually does not
+    // once a few blocks are in.
+    bool grew = false;
+    float alpha[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -156,21 +171,31 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
         mx = quad_max(mx);
-        const float base = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet stays at 0
-        const float alpha = fast_exp2(row_max[mt][r] - base);
+        // A row with nothing visible yet keeps max -inf; its P is 0 and nothing is rescaled.
+        const float neg_base = mx == -INFINITY ? 0.f : -mx * c;
+        const bool row_grew = mx != row_max[mt][r];
+        grew |= row_grew;
+        alpha[mt][r] = row_grew ? fast_exp2(fmaf(row_max[mt][r], c, neg_base)) : 1.f;
         row_max[mt][r] = mx;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt) {
-          s[mt][nt][2 * r] = fast_exp2(s[mt][nt][2 * r] - base);
-          s[mt][nt][2 * r + 1] = fast_exp2(s[mt][nt][2 * r + 1] - base);
+          s[mt][nt][2 * r] = fast_exp2(fmaf(s[mt][nt][2 * r], c, neg_base));
+          s[mt][nt][2 * r + 1] = fast_exp2(fmaf(s[mt][nt][2 * r + 1], c, neg_base));
           sum += s[mt][nt][2 * r] + s[mt][nt][2 * r + 1];
         }
-        row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
+        row_sum[mt][r] = row_sum[mt][r] * alpha[mt][r] + sum;
+      }
+    }
+    if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
         for (int dt = 0; dt < HD / 8; ++dt) {
-          o[mt][dt][2 * r] *= alpha;
-          o[mt][dt][2 * r + 1] *= alpha;
+          o[mt][dt][0] *= alpha[mt][0];
+          o[mt][dt][1] *= alpha[mt][0];
+          o[mt][dt][2] *= alpha[mt][1];
+          o[mt][dt][3] *= alpha[mt][1];
         }
       }
     }
@@ -213,7 +238,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
       if (i >= seq.q_len) continue;
       store_accum_row<T>(out + int64_t(i) * p.out.row_stride, o[mt], r, t, inv);
       if (p.lse && t == 0) {
-        p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * kLn2 + logf(sum) : -INFINITY;
+        p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * c * kLn2 + logf(sum) : -INFINITY;
       }
     }
   }

@@ -16,7 +16,7 @@ struct Config {
   // shared by two tiles; MT = 1 beyond, where two tiles' accumulators would not fit).
   static constexpr int kFwdMT = HD <= 128 ? 2 : 1;
   static constexpr int kFwdBM = 64 * kFwdMT;
-  static constexpr int kFwdBN = HD <= 64 ? 64 : HD <= 128 ? 32 : 64;
+  static constexpr int kFwdBN = 64;
   static constexpr int kDkDvBN = 64;                    // keys per CTA (16 per warp)
   static constexpr int kDkDvBM = HD <= 128 ? 64 : 32;   // queries per step
   static constexpr bool kSplitDkDv = HD > 128;          // dV and dK in two passes
@@ -45,33 +45,47 @@ cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <class T, int HD, DkDv kMode>
+template <class T, int HD, DkDv kMode, bool kDq = false>
 cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
-  using Tile = DkDvTile<HD, C::kDkDvBN, C::kDkDvBM>;
-  auto kernel = dkdv_kernel<T, HD, C::kDkDvBN, C::kDkDvBM, kMode>;
+  using Tile = DkDvTile<HD, C::kDkDvBN, C::kDkDvBM, kDq>;
+  auto kernel = dkdv_kernel<T, HD, C::kDkDvBN, C::kDkDvBM, kMode, kDq>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, C::kDkDvBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
+// Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
+inline size_t lse_rows(const AttentionParams& p) {
+  return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
+}
+
 template <class T, int HD>
 cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
+  const bool fused_dq = p.dq_accum != nullptr;
+  const dim3 row_grid(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
   if (p.seqlen_q > 0) {
-    softmax_d_kernel<T, HD><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
+    softmax_d_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);
     ATTNRT_CUDA_TRY(cudaGetLastError());
+    if (fused_dq) ATTNRT_CUDA_TRY(cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream));
   }
   if (p.seqlen_k > 0) {
     if constexpr (C::kSplitDkDv) {
       ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kDvOnly>(p, stream)));
-      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kDkOnly>(p, stream)));
+      ATTNRT_CUDA_TRY((fused_dq ? launch_dkdv<T, HD, DkDv::kDkOnly, true>(p, stream)
+                                : launch_dkdv<T, HD, DkDv::kDkOnly>(p, stream)));
     } else {
-      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kBoth>(p, stream)));
+      ATTNRT_CUDA_TRY((fused_dq ? launch_dkdv<T, HD, DkDv::kBoth, true>(p, stream)
+                                : launch_dkdv<T, HD, DkDv::kBoth>(p, stream)));
     }
   }
   if (p.seqlen_q == 0) return cudaSuccess;
+  if (fused_dq) {
+    dq_convert_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);
+    return cudaGetLastError();
+  }
   using Tile = DqTile<HD, C::kDqBM, C::kDqBN>;
   auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));

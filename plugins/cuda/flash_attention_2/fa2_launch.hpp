@@ -13,7 +13,9 @@ namespace attnrt::cuda::fa2 {
 template <int HD>
 cudaError_t run_forward(const AttentionParams& p, bool bf16, cudaStream_t stream);
 
-// Backward: p.softmax_d must point at a workspace of lse's size; writes dq, dk, dv.
+// Backward: p.softmax_d must point at a workspace of lse's size; writes dq, dk, dv. With
+// p.dq_accum set (lse's size x head_dim floats, 8-byte aligned) dQ is accumulated there by
+// atomics in the dK/dV pass (fast, not bit-reproducible); without it, a separate dQ pass.
 template <int HD>
 cudaError_t run_backward(const AttentionParams& p, bool bf16, cudaStream_t stream);
 

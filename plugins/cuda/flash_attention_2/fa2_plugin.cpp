@@ -1,7 +1,8 @@
 // The flash_attention_2 plugin: FlashAttention-2 (Dao 2023) on CUDA tensor cores (mma.sync,
 // sm_80 and newer), fp16 and bf16, head_dim 32/64/96/128/192/256, GQA/MQA, bottom-right causal,
-// sliding window, softcap, varlen, LSE; forward and a deterministic backward (every output has
-// one writer, see fa2_backward.cuh). Anything else is refused by the support query with a
+// sliding window, softcap, varlen, LSE; forward and backward: FlashAttention-2's single pass with
+// dQ accumulated by fp32 atomics, or, when the call asks to be deterministic, a second dQ pass
+// so that every output has one writer (fa2_backward.cuh). Anything else is refused by the support query with a
 // reason, so the runtime falls back.
 #include "fa2_launch.hpp"
 
@@ -57,9 +58,8 @@ class FlashAttention2Plugin {
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     sdk::check_desc(d);
-    // Backward keeps D = rowsum(dO * O) per (head, query row); batch * max seqlen_q bounds the
-    // packed length of a varlen call.
-    return backward ? sizeof(float) * size_t(d.heads_q) * size_t(d.batch) * size_t(d.seqlen_q) : 0;
+    if (!backward) return 0;
+    return dq_accum_offset(d) + (d.deterministic ? 0 : rows(d) * size_t(d.head_dim) * sizeof(float));
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
@@ -79,7 +79,9 @@ class FlashAttention2Plugin {
     sdk::require_workspace(e, workspace_size(d, true, 0), 0);
     cuda::use_device(d);
     AttentionParams p = cuda::make_params(d, a, kRowAlignment);
-    p.softmax_d = static_cast<float*>(e.workspace);
+    auto* ws = static_cast<unsigned char*>(e.workspace);
+    p.softmax_d = reinterpret_cast<float*>(ws);
+    if (!d.deterministic) p.dq_accum = reinterpret_cast<float*>(ws + dq_accum_offset(d));
     if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) return;
     dispatch(d, [&](auto hd) {
       cuda::check_cuda(cuda::fa2::run_backward<decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 backward");
@@ -88,6 +90,17 @@ class FlashAttention2Plugin {
 
  private:
   static bool bf16(const attnrt_attention_desc& d) { return d.dtype == ATTNRT_DTYPE_BF16; }
+
+  // Backward workspace: D = rowsum(dO * O) per (head, query row), then (unless deterministic)
+  // the fp32 dQ accumulator, head_dim floats per row. batch * max seqlen_q bounds the packed
+  // length of a varlen call.
+  static size_t rows(const attnrt_attention_desc& d) {
+    return size_t(d.heads_q) * size_t(d.batch) * size_t(d.seqlen_q);
+  }
+  static size_t dq_accum_offset(const attnrt_attention_desc& d) {
+    constexpr size_t kAlign = 256;
+    return (rows(d) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  }
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
 
   template <class Fn>

@@ -20,6 +20,8 @@ struct AttentionParams {
   TensorRef dout, dq, dk, dv;  // backward only
   float* lse = nullptr;        // [batch, heads_q, seqlen_q] or varlen [heads_q, total_q]
   float* softmax_d = nullptr;  // backward workspace: rowsum(dout * out), laid out like lse
+  float* dq_accum = nullptr;   // backward workspace when not deterministic: fp32 dQ / softmax_scale,
+                               // [lse's rows][head_dim], accumulated by atomics
   const int32_t* cu_seqlens_q = nullptr;  // varlen; nullptr otherwise
   const int32_t* cu_seqlens_k = nullptr;
   const int32_t* seqused_k = nullptr;     // optional: keys used per sequence

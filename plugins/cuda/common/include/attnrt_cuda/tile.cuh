@@ -8,6 +8,7 @@
 #include <attnrt_cuda/params.hpp>
 #include <attnrt_cuda/warp_mma.cuh>
 
+#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -63,16 +64,31 @@ __device__ __forceinline__ T* head_base(const AttentionParams& p, const TensorRe
 }
 
 // Copies rows [0, ROWS) x COLS of a global tile (row stride in elements) into a padded smem tile
-// with cp.async; rows >= valid_rows are zero-filled. All THREADS threads take part.
+// with cp.async; rows >= valid_rows are zero-filled. All THREADS threads call it. Each thread
+// owns one 16-byte column chunk and steps down the rows by a fixed pass stride, so the loop is
+// fully unrolled with one pointer add per chunk (a chunk-index loop with a division per chunk
+// cost ~24 instructions per cp.async, a fifth of the forward's issue slots). When THREADS is not a
+// multiple of the chunks per row (head_dim 96, 192), the last few threads sit out.
 template <class T, int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_tile(T* smem, const T* gmem, int64_t row_stride, int valid_rows) {
   constexpr int kChunksPerRow = COLS / 8;
-  constexpr int kChunks = ROWS * kChunksPerRow;
-  for (int c = threadIdx.x; c < kChunks; c += THREADS) {
-    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
-    const bool valid = r < valid_rows;
-    const T* src = valid ? gmem + r * row_stride + col : gmem;
-    cp_async_16(smem + r * Padded<COLS>::kStride + col, src, valid);
+  constexpr int kRowsPerPass = THREADS / kChunksPerRow;
+  static_assert(kRowsPerPass > 0, "a pass covers at least one row");
+  constexpr int kPasses = ceil_div(ROWS, kRowsPerPass);
+  const int tid = static_cast<int>(threadIdx.x);
+  if (kRowsPerPass * kChunksPerRow != THREADS && tid >= kRowsPerPass * kChunksPerRow) return;
+  const int row = tid / kChunksPerRow, col = (tid % kChunksPerRow) * 8;
+  const int64_t pass_stride = kRowsPerPass * row_stride;
+  const T* src = gmem + row * row_stride + col;
+  T* dst = smem + row * Padded<COLS>::kStride + col;
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int r = row + i * kRowsPerPass;
+    if (ROWS % kRowsPerPass == 0 || r < ROWS) {
+      const bool valid = r < valid_rows;
+      cp_async_16(dst + i * kRowsPerPass * Padded<COLS>::kStride, valid ? src : gmem, valid);
+    }
+    src += pass_stride;
   }
 }
 
@@ -83,10 +99,31 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// Whether key j is visible to query i (both within one sequence): the ABI's mask rule.
-__device__ __forceinline__ bool visible(const AttentionParams& p, const Seq& s, int i, int j) {
-  return j < s.k_len && (p.window_right < 0 || j <= i + s.diag + p.window_right) &&
-         (p.window_left < 0 || j >= i + s.diag - p.window_left);
+// The ABI's mask rule as one interval per row: query i (of a sequence) sees key j iff
+// j < k_len, j <= i + diag + window_right (when >= 0) and j >= i + diag - window_left (when >= 0).
+// visible_keys gives the keys [lo, hi) query i sees, seeing_queries the queries [lo, hi) that see
+// key j. Kernels test a tile's elements against their row's interval (two compares with
+// compile-time offsets) instead of evaluating the rule per element.
+struct Span {
+  int lo, hi;
+  // Whether lo <= base + c < hi, with the interval pre-shifted by base (see shifted()).
+  __device__ __forceinline__ bool has(int c) const { return c >= lo && c < hi; }
+  __device__ __forceinline__ Span shifted(int base) const { return {lo - base, hi - base}; }
+};
+
+__device__ __forceinline__ Span visible_keys(const AttentionParams& p, const Seq& s, int i) {
+  int lo = 0, hi = s.k_len;
+  if (p.window_right >= 0) hi = min(hi, i + s.diag + p.window_right + 1);
+  if (p.window_left >= 0) lo = max(lo, i + s.diag - p.window_left);
+  return {lo, hi};
+}
+
+__device__ __forceinline__ Span seeing_queries(const AttentionParams& p, const Seq& s, int j) {
+  if (j >= s.k_len) return {0, 0};
+  int lo = 0, hi = INT_MAX;
+  if (p.window_right >= 0) lo = max(lo, j - s.diag - p.window_right);
+  if (p.window_left >= 0) hi = j - s.diag + p.window_left + 1;
+  return {lo, hi};
 }
 
 // Blocks [lo, hi) of `block` keys that any query in [m0, m0 + rows) can see (empty: lo == hi).

@@ -2,6 +2,8 @@
 //   gemm_smem_smem:  acc (16 x N) += A (16 x K, shared memory) * B^T, B stored as N rows of K
 //   gemm_accum_smem: acc (16 x N) += P (16 x K, fp32 accumulators rounded to T) * B, B stored as
 //                    K rows of N (read transposed by ldmatrix.trans)
+//   gemm_smemt_smem: acc (16 x N) += A (16 x K) * B, A stored transposed (K rows of 16 columns,
+//                    e.g. dS^T written by the warps that own its rows) and B as K rows of N
 // Shared-memory tiles use the padded row stride S (tile.cuh). Lane addresses follow
 // warp_mma.cuh's fragment layouts.
 #pragma once
@@ -47,6 +49,24 @@ __device__ __forceinline__ void gemm_accum_smem(float (&acc)[N / 8][4], const fl
       ldmatrix_x4_trans(bf, b + (kk * 16 + bl.row) * S + np * 16 + bl.col);
       mma_16816<T>(acc[2 * np], a, bf[0], bf[1]);
       mma_16816<T>(acc[2 * np + 1], a, bf[2], bf[3]);
+    }
+  }
+}
+
+// `a`: the warp's A^T tile (its first column); `b`: the first column of the warp's B slice.
+template <class T, int K, int N, int SA, int SB>
+__device__ __forceinline__ void gemm_smemt_smem(float (&acc)[N / 8][4], const T* a, const T* b, int lane) {
+  const BLane al = BLane::plain(lane), bl = BLane::trans(lane);
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t af[4];
+    ldmatrix_x4_trans(af, a + (kk * 16 + al.row) * SA + al.col);
+#pragma unroll
+    for (int np = 0; np < N / 16; ++np) {
+      uint32_t bf[4];
+      ldmatrix_x4_trans(bf, b + (kk * 16 + bl.row) * SB + np * 16 + bl.col);
+      mma_16816<T>(acc[2 * np], af, bf[0], bf[1]);
+      mma_16816<T>(acc[2 * np + 1], af, bf[2], bf[3]);
     }
   }
 }
