@@ -99,6 +99,8 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM, kDq>::kThreads)
   const BlockRange qb = seeing_query_blocks(p, seq, n0, BN, BM);
   const int mb_lo = qb.lo, mb_hi = qb.hi;
   const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
+  auto step_head = [&](int step) { return hk * group + step / (mb_hi - mb_lo); };
+  auto step_m0 = [&](int step) { return (mb_lo + step % (mb_hi - mb_lo)) * BM; };
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
   const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
@@ -106,8 +108,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM, kDq>::kThreads)
   if (kDk) load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
 
   auto load_step = [&](int step, int buf) {
-    const int h = hk * group + step / (mb_hi - mb_lo);
-    const int m0 = (mb_lo + step % (mb_hi - mb_lo)) * BM;
+    const int h = step_head(step), m0 = step_m0(step);
     const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
     const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
     load_tile<T, BM, HD, Tile::kThreads>(sQ + buf * BM * S, q, p.q.row_stride, seq.q_len - m0);
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM, kDq>::kThreads)
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer
     if (step + 1 < steps) load_step(step + 1, 1 - buf);
     cp_async_commit();
-    const int m0 = (mb_lo + step % (mb_hi - mb_lo)) * BM;
+    const int m0 = step_m0(step);
     const T* q = sQ + buf * BM * S;
     const T* dO = sdO + buf * BM * S;
     const float* lse = sLse + buf * BM;
@@ -220,7 +221,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, BN, BM, kDq>::kThreads)
       // dQ (rows of this step's head and query block) += dS K, read back from every warp's
       // dS^T; each warp adds its 16 rows x kDqCols columns into the fp32 buffer.
       __syncthreads();
-      const int h = hk * group + step / (mb_hi - mb_lo);
+      const int h = step_head(step);
       const int rg = warp % Tile::kDqRowGroups, c0 = (warp / Tile::kDqRowGroups) * Tile::kDqCols;
       const int row_i[2] = {m0 + rg * 16 + g, m0 + rg * 16 + g + 8};
       float* dq_row[2];

@@ -2,8 +2,8 @@
 // sm_80 and newer), fp16 and bf16, head_dim 32/64/96/128/192/256, GQA/MQA, bottom-right causal,
 // sliding window, softcap, varlen, LSE; forward and backward: FlashAttention-2's single pass with
 // dQ accumulated by fp32 atomics, or, when the call asks to be deterministic, a second dQ pass
-// so that every output has one writer (fa2_backward.cuh). Anything else is refused by the support query with a
-// reason, so the runtime falls back.
+// so that every output has one writer (fa2_backward.cuh). Anything else is refused by the
+// support query with a reason, so the runtime falls back.
 #include "fa2_launch.hpp"
 
 #include <attnrt/plugin.hpp>
