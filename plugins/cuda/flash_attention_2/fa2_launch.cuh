@@ -1,11 +1,16 @@
-// Launch configurations, one per head_dim. Every kernel runs 4 warps (16 rows each) with at most
-// 255 registers per thread, so two CTAs share an SM and one's barriers and loads overlap the
-// other's tensor-core work (one CTA of 8 warps measured 0.3-0.45x of FlashAttention-2; docs/perf.md).
+// Launch configurations, one per head_dim. The forward, the split dK/dV kernel and the dQ pass run
+// 4 warps with at most 255 registers per thread, so two CTAs share an SM and one's barriers and
+// loads overlap the other's tensor-core work (one forward CTA of 8 warps measured 0.3-0.45x of
+// FlashAttention-2; docs/perf.md). dkdv_kernel runs 8 warps: its warps share P and dS through
+// shared memory, which is what halves their operand loads.
 #pragma once
 
 #include "fa2_backward.cuh"
 #include "fa2_forward.cuh"
 #include "fa2_launch.hpp"
+
+#include <cstdlib>
+#include <string_view>
 
 
 namespace attnrt::cuda::fa2 {
@@ -17,9 +22,9 @@ struct Config {
   static constexpr int kFwdMT = HD <= 128 ? 2 : 1;
   static constexpr int kFwdBM = 64 * kFwdMT;
   static constexpr int kFwdBN = 64;
-  static constexpr int kDkDvBN = 64;                    // keys per CTA (16 per warp)
-  static constexpr int kDkDvBM = HD <= 128 ? 64 : 32;   // queries per step
-  static constexpr bool kSplitDkDv = HD > 128;          // dV and dK in two passes
+  // dkdv_split_kernel, above head_dim 128 and on GPUs without sm_90's shared memory: dV and dK
+  // in two passes, keys per CTA (16 per warp), queries per step.
+  static constexpr int kSplitBN = 64, kSplitBM = HD <= 128 ? 64 : 32;
   static constexpr int kDqBM = 64, kDqBN = HD <= 128 ? 64 : 32;
 };
 
@@ -45,13 +50,23 @@ cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <class T, int HD, DkDv kMode, bool kDq = false>
+template <class T, int HD, bool kDq>
 cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
-  using C = Config<HD>;
-  using Tile = DkDvTile<HD, C::kDkDvBN, C::kDkDvBM, kDq>;
-  auto kernel = dkdv_kernel<T, HD, C::kDkDvBN, C::kDkDvBM, kMode, kDq>;
+  using Tile = DkDvTile<HD, kDq>;
+  auto kernel = dkdv_kernel<T, HD, kDq>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
-  const dim3 grid(ceil_div(p.seqlen_k, C::kDkDvBN), p.heads_kv, p.batch);
+  const dim3 grid(ceil_div(p.seqlen_k, Tile::kBN), p.heads_kv, p.batch);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <class T, int HD, DkDv kMode, bool kDq = false>
+cudaError_t launch_dkdv_split(const AttentionParams& p, cudaStream_t stream) {
+  using C = Config<HD>;
+  using Tile = SplitDkDvTile<HD, C::kSplitBN, C::kSplitBM, kDq>;
+  auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq>;
+  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  const dim3 grid(ceil_div(p.seqlen_k, C::kSplitBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
@@ -59,6 +74,34 @@ cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
 // Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
 inline size_t lse_rows(const AttentionParams& p) {
   return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
+}
+
+// Whether dkdv_kernel (head_dim <= 128) can run on the current device: it needs sm_90 and its
+// shared memory. ATTNRT_FA2_BACKWARD=split forces the split kernel, so that the path other GPUs
+// take is tested on an H100 too.
+inline bool wide_dkdv_runs(size_t smem_bytes) {
+  const char* force = std::getenv("ATTNRT_FA2_BACKWARD");
+  if (force && std::string_view(force) == "split") return false;
+  int device = 0, major = 0, smem_optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    return false;
+  }
+  return major >= 9 && size_t(smem_optin) >= smem_bytes;
+}
+
+template <class T, int HD>
+cudaError_t launch_dkdv_any(const AttentionParams& p, cudaStream_t stream) {
+  const bool fused_dq = p.dq_accum != nullptr;
+  if constexpr (HD <= 128) {
+    if (wide_dkdv_runs(DkDvTile<HD, true>::kSmemBytes)) {
+      return fused_dq ? launch_dkdv<T, HD, true>(p, stream) : launch_dkdv<T, HD, false>(p, stream);
+    }
+  }
+  ATTNRT_CUDA_TRY((launch_dkdv_split<T, HD, DkDv::kDvOnly>(p, stream)));
+  return fused_dq ? launch_dkdv_split<T, HD, DkDv::kDkOnly, true>(p, stream)
+                  : launch_dkdv_split<T, HD, DkDv::kDkOnly>(p, stream);
 }
 
 template <class T, int HD>
@@ -71,16 +114,7 @@ cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
     ATTNRT_CUDA_TRY(cudaGetLastError());
     if (fused_dq) ATTNRT_CUDA_TRY(cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream));
   }
-  if (p.seqlen_k > 0) {
-    if constexpr (C::kSplitDkDv) {
-      ATTNRT_CUDA_TRY((launch_dkdv<T, HD, DkDv::kDvOnly>(p, stream)));
-      ATTNRT_CUDA_TRY((fused_dq ? launch_dkdv<T, HD, DkDv::kDkOnly, true>(p, stream)
-                                : launch_dkdv<T, HD, DkDv::kDkOnly>(p, stream)));
-    } else {
-      ATTNRT_CUDA_TRY((fused_dq ? launch_dkdv<T, HD, DkDv::kBoth, true>(p, stream)
-                                : launch_dkdv<T, HD, DkDv::kBoth>(p, stream)));
-    }
-  }
+  if (p.seqlen_k > 0) ATTNRT_CUDA_TRY((launch_dkdv_any<T, HD>(p, stream)));
   if (p.seqlen_q == 0) return cudaSuccess;
   if (fused_dq) {
     dq_convert_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);

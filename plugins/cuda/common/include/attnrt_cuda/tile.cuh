@@ -174,11 +174,16 @@ __device__ __forceinline__ float softcap_grad(const AttentionParams& p, float ra
   return 1.0f - t * t;
 }
 
-// Calls fn(std::bool_constant<softcap on>{}): one branch per tile, none per element.
+// Calls fn(std::bool_constant<flag>{}): one branch per tile instead of one per element.
+template <class Fn>
+__device__ __forceinline__ void with_flag(bool flag, Fn&& fn) {
+  if (flag) fn(std::true_type{});
+  else fn(std::false_type{});
+}
+
 template <class Fn>
 __device__ __forceinline__ void with_softcap(const AttentionParams& p, Fn&& fn) {
-  if (p.softcap > 0) fn(std::true_type{});
-  else fn(std::false_type{});
+  with_flag(p.softcap > 0, fn);
 }
 
 // Writes accumulator row r (0: row g, 1: row g + 8) of N8 n8 tiles, times `scale`, as pairs of T

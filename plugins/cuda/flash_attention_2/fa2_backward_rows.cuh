@@ -1,0 +1,56 @@
+// The backward's row-wise kernels (one warp per query row) and the atomic add dQ is
+// accumulated with.
+#pragma once
+
+#include <attnrt_cuda/tile.cuh>
+
+namespace attnrt::cuda::fa2 {
+
+// D_i = rowsum(dO_i * O_i): the softmax Jacobian's correction term (FlashAttention-2, Algorithm 2,
+// line 4).
+template <class T, int HD>
+__global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p) {
+  const int b = blockIdx.z, h = blockIdx.y;
+  const Seq seq = sequence(p, b);
+  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (i >= seq.q_len) return;
+  const T* o = head_base<const T>(p, p.out, b, h, true) + int64_t(i) * p.out.row_stride;
+  const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(i) * p.dout.row_stride;
+  float acc = 0.f;
+  for (int c = lane * 2; c < HD; c += 64) {
+    const float2 x = unpack2<T>(*reinterpret_cast<const uint32_t*>(o + c));
+    const float2 y = unpack2<T>(*reinterpret_cast<const uint32_t*>(d + c));
+    acc += x.x * y.x + x.y * y.y;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) p.softmax_d[lse_index(p, seq, h, i)] = acc;
+}
+
+// dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous).
+template <class T, int HD>
+__global__ void __launch_bounds__(128) dq_convert_kernel(const AttentionParams p) {
+  const int b = blockIdx.z, h = blockIdx.y;
+  const Seq seq = sequence(p, b);
+  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (i >= seq.q_len) return;
+  const float* src = p.dq_accum + lse_index(p, seq, h, i) * HD;
+  T* dst = head_base<T>(p, p.dq, b, h, true) + int64_t(i) * p.dq.row_stride;
+  for (int c = lane * 2; c < HD; c += 64) {
+    const float2 x = *reinterpret_cast<const float2*>(src + c);
+    *reinterpret_cast<uint32_t*>(dst + c) = pack2<T>(x.x * p.softmax_scale, x.y * p.softmax_scale);
+  }
+}
+
+// Adds (x, y) to two consecutive floats of global memory (8-byte aligned): one vector atomic
+// on sm_90, two scalar ones before.
+__device__ __forceinline__ void atomic_add2(float* addr, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(addr), make_float2(x, y));
+#else
+  atomicAdd(addr, x);
+  atomicAdd(addr + 1, y);
+#endif
+}
+
+}  // namespace attnrt::cuda::fa2

@@ -1,0 +1,242 @@
+// dK, dV and (unless deterministic) dQ for head_dim <= 128: FlashAttention-2's backward CTA.
+// One CTA of 8 warps per block of 128 keys of one kv head walks every visible block of BM
+// queries (128 up to head_dim 64, else 64) of every q head of its GQA group. Per step, with
+// warp w:
+//   S^T = K Q^T and dP^T = V dO^T: keys 32 (w % 4) ..+32 x queries (w / 4) half;
+//     P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) go to shared memory.
+//   dV += P^T dO and dK += dS^T Q: keys 32 (w % 4) ..+32 x head_dim columns (w / 4) half.
+//   dQ += dS K: a block of query rows x columns, added to the fp32 buffer by atomics.
+// Every product is a warp tile of at least 32 rows, so each B fragment feeds two or more m16
+// tiles: 0.45 fragment loads per mma at head_dim 128, against 0.56 for warps of 16 keys that
+// each form their own P and dS; those re-read all of Q and dO per warp and left the kernel
+// bound by shared-memory bandwidth (docs/perf.md). Staging dQ in shared memory for sm_90's bulk
+// reduce-add instead of atomics measured no faster (docs/perf.md, step 11).
+// The tiles take up to 182 KB of shared memory, which only sm_90 has (227 KB per CTA; A100 163 KB):
+// elsewhere the launcher runs dkdv_split_kernel, and this kernel is compiled as a trap.
+#pragma once
+
+#include "fa2_backward_rows.cuh"
+
+#include <attnrt_cuda/warp_gemm.cuh>
+
+namespace attnrt::cuda::fa2 {
+
+template <int HD, bool kDq>
+struct DkDvTile {
+  static constexpr int kBN = 128;                 // keys per CTA
+  static constexpr int kBM = HD <= 64 ? 128 : 64; // queries per step: enough products per barrier
+  static constexpr int kWarps = 8, kThreads = kWarps * 32;
+  static constexpr int kStride = Padded<HD>::kStride;
+  static constexpr int kPStride = Padded<kBM>::kStride;  // P^T and dS^T: kBN rows of kBM queries
+  static constexpr int kSCols = kBM / 2;          // S^T / dP^T warp tile: 32 keys x kSCols queries
+  static constexpr int kDkDvCols = HD / 2;        // dK / dV warp tile: 32 keys x kDkDvCols
+  // dQ warp tile: kDqRows x kDqCols, the squarest split of kBM x HD over the warps with at
+  // least 16 columns (one ldmatrix.x4 of B) each: 32 x 32 at head_dim 64 and 128.
+  static constexpr int kDqColWarps = HD == 128 ? 4 : 2;
+  static constexpr int kDqCols = HD / kDqColWarps;
+  static constexpr int kDqRows = kBM / (kWarps / kDqColWarps);
+  static_assert(HD <= 128 && HD % 32 == 0 && kDkDvCols % 16 == 0 && kDqCols % 16 == 0 && kDqRows % 16 == 0,
+                "warp tiles");
+  // K, V: kBN rows; Q and dO: two buffers of kBM rows; P^T and dS^T; lse and D: two buffers.
+  static constexpr size_t kSmemBytes = size_t(2 * kBN + 4 * kBM) * kStride * 2 + size_t(2 * kBN) * kPStride * 2 +
+                                       4 * kBM * sizeof(float);
+  static_assert(kSmemBytes <= 227 * 1024, "fits sm_90's shared memory per CTA");
+};
+
+template <class T, int HD, bool kDq>
+__global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const AttentionParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // unreachable: the launcher takes dkdv_split_kernel below sm_90
+#else
+  using Tile = DkDvTile<HD, kDq>;
+  constexpr int BN = Tile::kBN, BM = Tile::kBM, S = Tile::kStride, SP = Tile::kPStride;
+  constexpr Layout kRow = Layout::kRowMajor, kTrans = Layout::kTransposed;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);
+  T* sV = sK + BN * S;
+  T* sQ = sV + BN * S;       // [2][BM][S]
+  T* sdO = sQ + 2 * BM * S;  // [2][BM][S]
+  T* sP = sdO + 2 * BM * S;  // [BN][SP]: P^T
+  T* sdS = sP + BN * SP;     // [BN][SP]: dS^T
+  float* sLse = reinterpret_cast<float*>(sdS + BN * SP);  // [2][BM], log2 domain
+  float* sD = sLse + 2 * BM;                               // [2][BM]
+
+  const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const Seq seq = sequence(p, b);
+  const int n0 = n_block * BN;
+  if (n0 >= seq.k_len) return;
+  const int group = p.heads_q / p.heads_kv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int key_w = (warp % 4) * 32;   // this warp's keys, relative to n0
+  const int query_w = (warp / 4) * Tile::kSCols;  // its queries in S^T, relative to the step's m0
+  const int col_w = (warp / 4) * Tile::kDkDvCols;  // its dK/dV columns
+
+  const BlockRange qb = seeing_query_blocks(p, seq, n0, BN, BM);
+  const int mb_lo = qb.lo, mb_hi = qb.hi;
+  const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
+  auto step_head = [&](int step) { return hk * group + step / (mb_hi - mb_lo); };
+  auto step_m0 = [&](int step) { return (mb_lo + step % (mb_hi - mb_lo)) * BM; };
+
+  const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
+  const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
+  load_tile<T, BN, HD, Tile::kThreads>(sK, k, p.k.row_stride, seq.k_len - n0);
+  load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
+
+  auto load_step = [&](int step, int buf) {
+    const int h = step_head(step), m0 = step_m0(step);
+    const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
+    const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
+    load_tile<T, BM, HD, Tile::kThreads>(sQ + buf * BM * S, q, p.q.row_stride, seq.q_len - m0);
+    load_tile<T, BM, HD, Tile::kThreads>(sdO + buf * BM * S, d, p.dout.row_stride, seq.q_len - m0);
+  };
+  // A step's lse and D for query row threadIdx.x, read into registers a step ahead and stored to
+  // shared memory (lse in the log2 domain) at the end of the step before: the two warps that
+  // fetch them would otherwise stall on global memory while the rest wait at the barrier.
+  struct RowStats {
+    float lse = -INFINITY, d = 0.f;  // rows past the sequence: as if nothing were visible
+  };
+  auto fetch_rows = [&](int step) {
+    RowStats r;
+    const int i = step_m0(step) + static_cast<int>(threadIdx.x);
+    if (threadIdx.x < BM && i < seq.q_len) {
+      const int64_t idx = lse_index(p, seq, step_head(step), i);
+      r.lse = p.lse[idx];
+      r.d = p.softmax_d[idx];
+    }
+    return r;
+  };
+  auto store_rows = [&](const RowStats& r, int buf) {
+    if (threadIdx.x < BM) {
+      sLse[buf * BM + threadIdx.x] = r.lse == -INFINITY ? INFINITY : r.lse * kLog2e;  // no visible key: P = 0
+      sD[buf * BM + threadIdx.x] = r.d;
+    }
+  };
+  if (steps > 0) {
+    load_step(0, 0);
+    store_rows(fetch_rows(0), 0);
+  }
+  cp_async_commit();
+
+  float dk[2][Tile::kDkDvCols / 8][4], dv[2][Tile::kDkDvCols / 8][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int i = 0; i < Tile::kDkDvCols / 8; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dk[mt][i][e] = dv[mt][i][e] = 0.f;
+    }
+  }
+
+  for (int step = 0; step < steps; ++step) {
+    const int buf = step % 2;
+    cp_async_wait<0>();
+    __syncthreads();  // step's tiles landed; every warp is done with the other buffer, P^T and dS^T
+    RowStats next_rows;
+    if (step + 1 < steps) {
+      load_step(step + 1, 1 - buf);
+      next_rows = fetch_rows(step + 1);
+    }
+    cp_async_commit();
+    const int m0 = step_m0(step);
+    const T* q = sQ + buf * BM * S;
+    const T* dO = sdO + buf * BM * S;
+    const float* lse = sLse + buf * BM + query_w;
+    const float* dd = sD + buf * BM + query_w;
+
+    constexpr int kN8 = Tile::kSCols / 8;
+    float s[2][kN8][4], dp[2][kN8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+      for (int i = 0; i < kN8; ++i) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][i][e] = dp[mt][i][e] = 0.f;
+      }
+    }
+    gemm_ss<T, 2, HD, Tile::kSCols, kRow, kRow, S, S>(s, sK + key_w * S, q + query_w * S, lane);
+    gemm_ss<T, 2, HD, Tile::kSCols, kRow, kRow, S, S>(dp, sV + key_w * S, dO + query_w * S, lane);
+    // P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) (times the softcap factor) to shared memory,
+    // masked only where the tile crosses a boundary.
+    with_softcap(p, [&](auto cap) {
+      with_flag(tile_needs_mask(p, seq, m0, BM, n0, BN), [&](auto mask) {
+        constexpr bool kCap = decltype(cap)::value, kMask = decltype(mask)::value;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int row = key_w + mt * 16 + g + 8 * r;
+            Span queries{};
+            if constexpr (kMask) queries = seeing_queries(p, seq, n0 + row).shifted(m0 + query_w + 2 * t);
+#pragma unroll
+            for (int nt = 0; nt < kN8; ++nt) {
+              float pr[2], ds[2];
+#pragma unroll
+              for (int c = 0; c < 2; ++c) {
+                const int col = nt * 8 + 2 * t + c;
+                const float raw = s[mt][nt][2 * r + c];
+                pr[c] = fast_exp2(score_log2<kCap>(p, raw) - lse[col]);
+                if (kMask && !queries.has(nt * 8 + c)) pr[c] = 0.f;
+                ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - dd[col]) * softcap_grad<kCap>(p, raw);
+              }
+              const int at = row * SP + query_w + nt * 8 + 2 * t;
+              *reinterpret_cast<uint32_t*>(sP + at) = pack2<T>(pr[0], pr[1]);
+              *reinterpret_cast<uint32_t*>(sdS + at) = pack2<T>(ds[0], ds[1]);
+            }
+          }
+        }
+      });
+    });
+    __syncthreads();  // P^T and dS^T complete
+    // dV += P^T dO, dK += dS^T Q.
+    gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dv, sP + key_w * SP, dO + col_w, lane);
+    gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane);
+    if constexpr (kDq) {
+      // dQ += dS K over the block's keys: rows of dS are columns of dS^T.
+      constexpr int kMT = Tile::kDqRows / 16;
+      const int row_q = (warp / Tile::kDqColWarps) * Tile::kDqRows;
+      const int col_q = (warp % Tile::kDqColWarps) * Tile::kDqCols;
+      float acc[kMT][Tile::kDqCols / 8][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < Tile::kDqCols / 8; ++i) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][i][e] = 0.f;
+        }
+      }
+      gemm_ss<T, kMT, BN, Tile::kDqCols, kTrans, kTrans, SP, S>(acc, sdS + row_q, sK + col_q, lane);
+      const int h = step_head(step);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int i = m0 + row_q + mt * 16 + g + 8 * r;
+          if (i >= seq.q_len) continue;
+          float* row = p.dq_accum + lse_index(p, seq, h, i) * HD + col_q + 2 * t;
+#pragma unroll
+          for (int nt = 0; nt < Tile::kDqCols / 8; ++nt) {
+            atomic_add2(row + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
+          }
+        }
+      }
+    }
+    store_rows(next_rows, 1 - buf);  // read after the next barrier
+  }
+
+  // Keys past the sequence are not written; a key no query sees gets zeros.
+  T* dk_out = head_base<T>(p, p.dk, b, hk, false) + col_w;
+  T* dv_out = head_base<T>(p, p.dv, b, hk, false) + col_w;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int j = n0 + key_w + mt * 16 + g + 8 * r;
+      if (j >= seq.k_len) continue;
+      store_accum_row<T>(dk_out + int64_t(j) * p.dk.row_stride, dk[mt], r, t, p.softmax_scale);
+      store_accum_row<T>(dv_out + int64_t(j) * p.dv.row_stride, dv[mt], r, t, 1.0f);
+    }
+  }
+#endif
+}
+
+}  // namespace attnrt::cuda::fa2

@@ -1,0 +1,128 @@
+// The deterministic path's dQ pass: every dQ element has one writer, so repeats are bit-identical.
+#pragma once
+
+#include "fa2_backward_rows.cuh"
+
+#include <attnrt_cuda/warp_gemm.cuh>
+
+namespace attnrt::cuda::fa2 {
+
+template <int HD, int BM, int BN>
+struct DqTile {
+  static constexpr int kWarps = BM / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kStride = Padded<HD>::kStride;
+  // Q and dO: BM rows; K and V: two buffers of BN rows each (the next block loads meanwhile).
+  static constexpr size_t kSmemBytes = size_t(2 * BM + 4 * BN) * kStride * 2;
+};
+
+template <class T, int HD, int BM, int BN>
+__global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const AttentionParams p) {
+  using Tile = DqTile<HD, BM, BN>;
+  constexpr int S = Tile::kStride;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sdO = sQ + BM * S;
+  T* sK = sdO + BM * S;   // [2][BN][S]
+  T* sV = sK + 2 * BN * S;  // [2][BN][S]
+
+  // Last query blocks first: under a causal mask they see the most keys, so the longest CTAs
+  // start in the first wave and the short ones fill in behind them (FlashAttention-2's order).
+  const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const Seq seq = sequence(p, b);
+  const int m0 = m_block * BM;
+  if (m0 >= seq.q_len) return;
+  const int hk = h / (p.heads_q / p.heads_kv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  const BlockRange kb = visible_key_blocks(p, seq, m0, BM, BN);
+  const int nb_lo = kb.lo, nb_hi = kb.hi;
+
+  const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
+  const T* dO = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
+  const T* k = head_base<const T>(p, p.k, b, hk, false);
+  const T* v = head_base<const T>(p, p.v, b, hk, false);
+  load_tile<T, BM, HD, Tile::kThreads>(sQ, q, p.q.row_stride, seq.q_len - m0);
+  load_tile<T, BM, HD, Tile::kThreads>(sdO, dO, p.dout.row_stride, seq.q_len - m0);
+  if (nb_hi > nb_lo) {
+    load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(nb_lo) * BN * p.k.row_stride, p.k.row_stride,
+                                         seq.k_len - nb_lo * BN);
+    load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(nb_lo) * BN * p.v.row_stride, p.v.row_stride,
+                                         seq.k_len - nb_lo * BN);
+  }
+  cp_async_commit();
+
+  const int row_i[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+  float lse[2], dd[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lse[r] = INFINITY;
+    dd[r] = 0.f;
+    if (row_i[r] < seq.q_len) {
+      const int64_t idx = lse_index(p, seq, h, row_i[r]);
+      if (p.lse[idx] != -INFINITY) lse[r] = p.lse[idx] * kLog2e;
+      dd[r] = p.softmax_d[idx];
+    }
+  }
+  float dq[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+
+  constexpr Layout kRow = Layout::kRowMajor;
+  const T* sQw = sQ + warp * 16 * S;  // this warp's queries
+  const T* sdOw = sdO + warp * 16 * S;
+  const BLane blt = BLane::trans(lane);
+
+  for (int nb = nb_lo; nb < nb_hi; ++nb) {
+    const int n0 = nb * BN;
+    const int buf = (nb - nb_lo) % 2;
+    cp_async_wait<0>();
+    __syncthreads();  // K[nb], V[nb] landed; every warp is done with the other buffer
+    if (nb + 1 < nb_hi) {
+      load_tile<T, BN, HD, Tile::kThreads>(sK + (1 - buf) * BN * S, k + int64_t(n0 + BN) * p.k.row_stride,
+                                           p.k.row_stride, seq.k_len - n0 - BN);
+      load_tile<T, BN, HD, Tile::kThreads>(sV + (1 - buf) * BN * S, v + int64_t(n0 + BN) * p.v.row_stride,
+                                           p.v.row_stride, seq.k_len - n0 - BN);
+    }
+    cp_async_commit();
+    const T* kt = sK + buf * BN * S;
+    const T* vt = sV + buf * BN * S;
+
+    float s[BN / 8][4], dp[BN / 8][4];
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+      dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
+    }
+    gemm_ss<T, 1, HD, BN, kRow, kRow, S, S>(one_tile(s), sQw, kt, lane);
+    gemm_ss<T, 1, HD, BN, kRow, kRow, S, S>(one_tile(dp), sdOw, vt, lane);
+    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
+    const Span keys[2] = {visible_keys(p, seq, row_i[0]).shifted(n0 + 2 * t),
+                          visible_keys(p, seq, row_i[1]).shifted(n0 + 2 * t)};
+    with_softcap(p, [&](auto cap) {
+      constexpr bool kCap = decltype(cap)::value;
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float raw = s[nt][e];
+          float pr = fast_exp2(score_log2<kCap>(p, raw) - lse[e / 2]);
+          if (need_mask && !keys[e / 2].has(nt * 8 + e % 2)) pr = 0.f;
+          dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad<kCap>(p, raw);
+        }
+      }
+    });
+    // dQ += dS K.
+    gemm_accum_smem<T, BN, HD, S>(dq, dp, kt, blt);
+  }
+
+  T* dq_out = head_base<T>(p, p.dq, b, h, true);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row_i[r];
+    if (i >= seq.q_len) continue;
+    store_accum_row<T>(dq_out + int64_t(i) * p.dq.row_stride, dq, r, t, p.softmax_scale);
+  }
+}
+
+}  // namespace attnrt::cuda::fa2
