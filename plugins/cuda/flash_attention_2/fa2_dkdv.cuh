@@ -16,6 +16,7 @@
 #pragma once
 
 #include "fa2_backward_rows.cuh"
+#include "fa2_query_walk.cuh"
 
 #include <attnrt_cuda/warp_gemm.cuh>
 
@@ -65,54 +66,29 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
   const Seq seq = sequence(p, b);
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
-  const int group = p.heads_q / p.heads_kv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int key_w = (warp % 4) * 32;   // this warp's keys, relative to n0
   const int query_w = (warp / 4) * Tile::kSCols;  // its queries in S^T, relative to the step's m0
   const int col_w = (warp / 4) * Tile::kDkDvCols;  // its dK/dV columns
-
-  const BlockRange qb = seeing_query_blocks(p, seq, n0, BN, BM);
-  const int mb_lo = qb.lo, mb_hi = qb.hi;
-  const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
-  auto step_head = [&](int step) { return hk * group + step / (mb_hi - mb_lo); };
-  auto step_m0 = [&](int step) { return (mb_lo + step % (mb_hi - mb_lo)) * BM; };
+  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, b, hk, n0, BN);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
   const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
   load_tile<T, BN, HD, Tile::kThreads>(sK, k, p.k.row_stride, seq.k_len - n0);
   load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
 
-  auto load_step = [&](int step, int buf) {
-    const int h = step_head(step), m0 = step_m0(step);
-    const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
-    const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
-    load_tile<T, BM, HD, Tile::kThreads>(sQ + buf * BM * S, q, p.q.row_stride, seq.q_len - m0);
-    load_tile<T, BM, HD, Tile::kThreads>(sdO + buf * BM * S, d, p.dout.row_stride, seq.q_len - m0);
-  };
-  // A step's lse and D for query row threadIdx.x, read into registers a step ahead and stored to
-  // shared memory (lse in the log2 domain) at the end of the step before: the two warps that
-  // fetch them would otherwise stall on global memory while the rest wait at the barrier.
-  struct RowStats {
-    float lse = -INFINITY, d = 0.f;  // rows past the sequence: as if nothing were visible
-  };
-  auto fetch_rows = [&](int step) {
-    RowStats r;
-    const int i = step_m0(step) + static_cast<int>(threadIdx.x);
-    if (threadIdx.x < BM && i < seq.q_len) {
-      const int64_t idx = lse_index(p, seq, step_head(step), i);
-      r.lse = p.lse[idx];
-      r.d = p.softmax_d[idx];
-    }
-    return r;
-  };
+  // Thread r < BM fetches row r's lse and D into registers a step ahead and stores them to shared
+  // memory at the end of the step before: the two warps that fetch them would otherwise stall
+  // on global memory while the rest wait at the barrier.
+  auto fetch_rows = [&](int step) { return threadIdx.x < BM ? walk.row(step, threadIdx.x) : RowStats{}; };
   auto store_rows = [&](const RowStats& r, int buf) {
     if (threadIdx.x < BM) {
-      sLse[buf * BM + threadIdx.x] = r.lse == -INFINITY ? INFINITY : r.lse * kLog2e;  // no visible key: P = 0
+      sLse[buf * BM + threadIdx.x] = r.lse_log2();
       sD[buf * BM + threadIdx.x] = r.d;
     }
   };
-  if (steps > 0) {
-    load_step(0, 0);
+  if (walk.steps > 0) {
+    walk.load_q_do(0, sQ, sdO);
     store_rows(fetch_rows(0), 0);
   }
   cp_async_commit();
@@ -127,17 +103,17 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     }
   }
 
-  for (int step = 0; step < steps; ++step) {
+  for (int step = 0; step < walk.steps; ++step) {
     const int buf = step % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer, P^T and dS^T
     RowStats next_rows;
-    if (step + 1 < steps) {
-      load_step(step + 1, 1 - buf);
+    if (step + 1 < walk.steps) {
+      walk.load_q_do(step + 1, sQ + (1 - buf) * BM * S, sdO + (1 - buf) * BM * S);
       next_rows = fetch_rows(step + 1);
     }
     cp_async_commit();
-    const int m0 = step_m0(step);
+    const int m0 = walk.m0(step);
     const T* q = sQ + buf * BM * S;
     const T* dO = sdO + buf * BM * S;
     const float* lse = sLse + buf * BM + query_w;
@@ -205,7 +181,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
         }
       }
       gemm_ss<T, kMT, BN, Tile::kDqCols, kTrans, kTrans, SP, S>(acc, sdS + row_q, sK + col_q, lane);
-      const int h = step_head(step);
+      const int h = walk.head(step);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fa2_backward_rows.cuh"
+#include "fa2_query_walk.cuh"
 
 #include <attnrt_cuda/warp_gemm.cuh>
 
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   constexpr int S = Tile::kStride, SD = Tile::kDsStride;
   constexpr bool kDv = kMode != DkDv::kDkOnly, kDk = kMode != DkDv::kDvOnly;
   static_assert(!kDq || kDk, "dQ needs dS, which the dK pass forms");
+  static_assert(BM <= Tile::kThreads, "one thread per query row fetches lse and D");
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);
   T* sV = sK + BN * S;
@@ -50,15 +52,8 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   const Seq seq = sequence(p, b);
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
-  const int group = p.heads_q / p.heads_kv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
-  // Query blocks that see any key of this block.
-  const BlockRange qb = seeing_query_blocks(p, seq, n0, BN, BM);
-  const int mb_lo = qb.lo, mb_hi = qb.hi;
-  const int steps = (mb_hi - mb_lo) * group;  // (head, query block) pairs, head-major
-  auto step_head = [&](int step) { return hk * group + step / (mb_hi - mb_lo); };
-  auto step_m0 = [&](int step) { return (mb_lo + step % (mb_hi - mb_lo)) * BM; };
+  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, b, hk, n0, BN);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
   const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
@@ -66,25 +61,14 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   if (kDk) load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
 
   auto load_step = [&](int step, int buf) {
-    const int h = step_head(step), m0 = step_m0(step);
-    const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
-    const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m0) * p.dout.row_stride;
-    load_tile<T, BM, HD, Tile::kThreads>(sQ + buf * BM * S, q, p.q.row_stride, seq.q_len - m0);
-    load_tile<T, BM, HD, Tile::kThreads>(sdO + buf * BM * S, d, p.dout.row_stride, seq.q_len - m0);
-    for (int r = threadIdx.x; r < BM; r += Tile::kThreads) {
-      const int i = m0 + r;
-      float l = INFINITY, dd = 0.f;  // rows past the sequence or with nothing visible: P = 0
-      if (i < seq.q_len) {
-        const int64_t idx = lse_index(p, seq, h, i);
-        const float lse = p.lse[idx];
-        if (lse != -INFINITY) l = lse * kLog2e;
-        dd = p.softmax_d[idx];
-      }
-      sLse[buf * BM + r] = l;
-      sD[buf * BM + r] = dd;
+    walk.load_q_do(step, sQ + buf * BM * S, sdO + buf * BM * S);
+    if (threadIdx.x < BM) {
+      const RowStats r = walk.row(step, threadIdx.x);
+      sLse[buf * BM + threadIdx.x] = r.lse_log2();
+      sD[buf * BM + threadIdx.x] = r.d;
     }
   };
-  if (steps > 0) load_step(0, 0);
+  if (walk.steps > 0) load_step(0, 0);
   cp_async_commit();
 
   float dk[kDk ? HD / 8 : 1][4], dv[kDv ? HD / 8 : 1][4];
@@ -99,13 +83,13 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   const BLane blt = BLane::trans(lane);
   const int key_j[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
 
-  for (int step = 0; step < steps; ++step) {
+  for (int step = 0; step < walk.steps; ++step) {
     const int buf = step % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer
-    if (step + 1 < steps) load_step(step + 1, 1 - buf);
+    if (step + 1 < walk.steps) load_step(step + 1, 1 - buf);
     cp_async_commit();
-    const int m0 = step_m0(step);
+    const int m0 = walk.m0(step);
     const T* q = sQ + buf * BM * S;
     const T* dO = sdO + buf * BM * S;
     const float* lse = sLse + buf * BM;
@@ -179,7 +163,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
       // dQ (rows of this step's head and query block) += dS K, read back from every warp's
       // dS^T; each warp adds its 16 rows x kDqCols columns into the fp32 buffer.
       __syncthreads();
-      const int h = step_head(step);
+      const int h = walk.head(step);
       const int rg = warp % Tile::kDqRowGroups, c0 = (warp / Tile::kDqRowGroups) * Tile::kDqCols;
       const int row_i[2] = {m0 + rg * 16 + g, m0 + rg * 16 + g + 8};
       float* dq_row[2];
