@@ -6,14 +6,33 @@
 
 namespace attnrt::cuda::fa2 {
 
+// The query row a warp of a row kernel owns: grid (ceil(seqlen_q / 4), heads_q, batch), 4 warps
+// per CTA. `valid` is false past the sequence's end.
+struct WarpRow {
+  int b, h, i, lane;
+  Seq seq;
+  bool valid;
+};
+
+__device__ __forceinline__ WarpRow warp_row(const AttentionParams& p) {
+  WarpRow r;
+  r.b = blockIdx.z;
+  r.h = blockIdx.y;
+  r.seq = sequence(p, r.b);
+  r.i = blockIdx.x * 4 + threadIdx.x / 32;
+  r.lane = threadIdx.x % 32;
+  r.valid = r.i < r.seq.q_len;
+  return r;
+}
+
 // D_i = rowsum(dO_i * O_i): the softmax Jacobian's correction term (FlashAttention-2, Algorithm 2,
 // line 4).
 template <class T, int HD>
 __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p) {
-  const int b = blockIdx.z, h = blockIdx.y;
-  const Seq seq = sequence(p, b);
-  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (i >= seq.q_len) return;
+  const WarpRow row = warp_row(p);
+  if (!row.valid) return;
+  const int b = row.b, h = row.h, i = row.i, lane = row.lane;
+  const Seq& seq = row.seq;
   const T* o = head_base<const T>(p, p.out, b, h, true) + int64_t(i) * p.out.row_stride;
   const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(i) * p.dout.row_stride;
   float acc = 0.f;
@@ -30,10 +49,10 @@ __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p)
 // dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous).
 template <class T, int HD>
 __global__ void __launch_bounds__(128) dq_convert_kernel(const AttentionParams p) {
-  const int b = blockIdx.z, h = blockIdx.y;
-  const Seq seq = sequence(p, b);
-  const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (i >= seq.q_len) return;
+  const WarpRow row = warp_row(p);
+  if (!row.valid) return;
+  const int b = row.b, h = row.h, i = row.i, lane = row.lane;
+  const Seq& seq = row.seq;
   const float* src = p.dq_accum + lse_index(p, seq, h, i) * HD;
   T* dst = head_base<T>(p, p.dq, b, h, true) + int64_t(i) * p.dq.row_stride;
   for (int c = lane * 2; c < HD; c += 64) {

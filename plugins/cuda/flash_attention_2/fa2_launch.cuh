@@ -9,6 +9,7 @@
 #include "fa2_forward.cuh"
 #include "fa2_launch.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -76,19 +77,33 @@ inline size_t lse_rows(const AttentionParams& p) {
   return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
 }
 
-// Whether dkdv_kernel (head_dim <= 128) can run on the current device: it needs sm_90 and its
-// shared memory. ATTNRT_FA2_BACKWARD=split forces the split kernel, so that the path other GPUs
-// take is tested on an H100 too.
+// Whether the current device is sm_90 or newer with at least `smem_bytes` of opt-in shared memory
+// per CTA, asked once per device and remembered (backward calls are a hot path).
+inline bool device_has_sm90_smem(size_t smem_bytes) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> smem_optin[kDevices];  // 0: not asked yet; -1: not sm_90; else bytes
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0) return false;
+  int known = device < kDevices ? smem_optin[device].load(std::memory_order_relaxed) : 0;
+  if (known == 0) {
+    int major = 0, optin = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      return false;
+    }
+    known = major >= 9 && optin > 0 ? optin : -1;
+    if (device < kDevices) smem_optin[device].store(known, std::memory_order_relaxed);
+  }
+  return known > 0 && size_t(known) >= smem_bytes;
+}
+
+// Whether dkdv_kernel (head_dim <= 128) runs: it needs sm_90's shared memory.
+// ATTNRT_FA2_BACKWARD=split forces the split kernel, so that the path other GPUs take is tested
+// on an H100 too (read per call, so a test can switch it).
 inline bool wide_dkdv_runs(size_t smem_bytes) {
   const char* force = std::getenv("ATTNRT_FA2_BACKWARD");
   if (force && std::string_view(force) == "split") return false;
-  int device = 0, major = 0, smem_optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    return false;
-  }
-  return major >= 9 && size_t(smem_optin) >= smem_bytes;
+  return device_has_sm90_smem(smem_bytes);
 }
 
 template <class T, int HD>
