@@ -80,16 +80,17 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
   // Thread r < BM fetches row r's lse and D into registers a step ahead and stores them to shared
   // memory at the end of the step before: the two warps that fetch them would otherwise stall
   // on global memory while the rest wait at the barrier.
-  auto fetch_rows = [&](int step) { return threadIdx.x < BM ? walk.row(step, threadIdx.x) : RowStats{}; };
+  auto fetch_rows = [&](QueryStep st) { return threadIdx.x < BM ? walk.row(st, threadIdx.x) : RowStats{}; };
   auto store_rows = [&](const RowStats& r, int buf) {
     if (threadIdx.x < BM) {
       sLse[buf * BM + threadIdx.x] = r.lse_log2();
       sD[buf * BM + threadIdx.x] = r.d;
     }
   };
+  QueryStep cur = walk.first();
   if (walk.steps > 0) {
-    walk.load_q_do(0, sQ, sdO);
-    store_rows(fetch_rows(0), 0);
+    store_rows(fetch_rows(cur), 0);
+    walk.load_q_do(cur, sQ, sdO);
   }
   cp_async_commit();
 
@@ -107,13 +108,16 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     const int buf = step % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer, P^T and dS^T
+    // The next step's lse/D loads go first: cp.async reads its address registers late, and a
+    // branch right after it waited on them (ncu: long-scoreboard stalls on that branch).
+    const QueryStep nxt = walk.next(cur);
     RowStats next_rows;
     if (step + 1 < walk.steps) {
-      walk.load_q_do(step + 1, sQ + (1 - buf) * BM * S, sdO + (1 - buf) * BM * S);
-      next_rows = fetch_rows(step + 1);
+      next_rows = fetch_rows(nxt);
+      walk.load_q_do(nxt, sQ + (1 - buf) * BM * S, sdO + (1 - buf) * BM * S);
     }
     cp_async_commit();
-    const int m0 = walk.m0(step);
+    const int m0 = cur.m0;
     const T* q = sQ + buf * BM * S;
     const T* dO = sdO + buf * BM * S;
     const float* lse = sLse + buf * BM + query_w;
@@ -136,25 +140,36 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     with_softcap(p, [&](auto cap) {
       with_flag(tile_needs_mask(p, seq, m0, BM, n0, BN), [&](auto mask) {
         constexpr bool kCap = decltype(cap)::value, kMask = decltype(mask)::value;
+        // Each query column's lse and D are read once, into registers: the compiler cannot tell
+        // the P^T / dS^T stores from these loads, so reading them per element re-read them
+        // after every store (4x the shared-memory loads).
+        Span queries[2][2];
+        if constexpr (kMask) {
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+          for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int row = key_w + mt * 16 + g + 8 * r;
-            Span queries{};
-            if constexpr (kMask) queries = seeing_queries(p, seq, n0 + row).shifted(m0 + query_w + 2 * t);
+            for (int r = 0; r < 2; ++r) {
+              queries[mt][r] = seeing_queries(p, seq, n0 + key_w + mt * 16 + g + 8 * r).shifted(m0 + query_w + 2 * t);
+            }
+          }
+        }
 #pragma unroll
-            for (int nt = 0; nt < kN8; ++nt) {
+        for (int nt = 0; nt < kN8; ++nt) {
+          const float2 lse2 = *reinterpret_cast<const float2*>(lse + nt * 8 + 2 * t);
+          const float2 d2 = *reinterpret_cast<const float2*>(dd + nt * 8 + 2 * t);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
               float pr[2], ds[2];
 #pragma unroll
               for (int c = 0; c < 2; ++c) {
-                const int col = nt * 8 + 2 * t + c;
                 const float raw = s[mt][nt][2 * r + c];
-                pr[c] = fast_exp2(score_log2<kCap>(p, raw) - lse[col]);
-                if (kMask && !queries.has(nt * 8 + c)) pr[c] = 0.f;
-                ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - dd[col]) * softcap_grad<kCap>(p, raw);
+                pr[c] = fast_exp2(score_log2<kCap>(p, raw) - (c ? lse2.y : lse2.x));
+                if (kMask && !queries[mt][r].has(nt * 8 + c)) pr[c] = 0.f;
+                ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - (c ? d2.y : d2.x)) * softcap_grad<kCap>(p, raw);
               }
-              const int at = row * SP + query_w + nt * 8 + 2 * t;
+              const int at = (key_w + mt * 16 + g + 8 * r) * SP + query_w + nt * 8 + 2 * t;
               *reinterpret_cast<uint32_t*>(sP + at) = pack2<T>(pr[0], pr[1]);
               *reinterpret_cast<uint32_t*>(sdS + at) = pack2<T>(ds[0], ds[1]);
             }
@@ -163,11 +178,12 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
       });
     });
     __syncthreads();  // P^T and dS^T complete
-    // dV += P^T dO, dK += dS^T Q.
+    // dV += P^T dO; then dQ += dS K, whose atomics drain while dK += dS^T Q runs (issued last,
+    // the atomics' registers were still held when the next step began: ncu's long-scoreboard
+    // stalls; FlashAttention-2 orders them the same way).
     gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dv, sP + key_w * SP, dO + col_w, lane);
-    gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane);
     if constexpr (kDq) {
-      // dQ += dS K over the block's keys: rows of dS are columns of dS^T.
+      // Rows of dS are columns of dS^T.
       constexpr int kMT = Tile::kDqRows / 16;
       const int row_q = (warp / Tile::kDqColWarps) * Tile::kDqRows;
       const int col_q = (warp % Tile::kDqColWarps) * Tile::kDqCols;
@@ -181,22 +197,28 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
         }
       }
       gemm_ss<T, kMT, BN, Tile::kDqCols, kTrans, kTrans, SP, S>(acc, sdS + row_q, sK + col_q, lane);
-      const int h = walk.head(step);
+      // dq_accum rows are consecutive in i (lse_index), so every atomic of this thread is one
+      // base address plus a constant offset. Only a block that crosses the sequence's end checks
+      // rows: behind a branch per row, ptxas recomputed the 64-bit address in every branch.
+      const int i0 = m0 + row_q + g;
+      float* dq_row = p.dq_accum + lse_index(p, seq, cur.head, i0) * HD + col_q + 2 * t;
+      with_flag(m0 + BM > seq.q_len, [&](auto partial) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
+        for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int i = m0 + row_q + mt * 16 + g + 8 * r;
-          if (i >= seq.q_len) continue;
-          float* row = p.dq_accum + lse_index(p, seq, h, i) * HD + col_q + 2 * t;
+          for (int r = 0; r < 2; ++r) {
+            if (decltype(partial)::value && i0 + mt * 16 + 8 * r >= seq.q_len) continue;
 #pragma unroll
-          for (int nt = 0; nt < Tile::kDqCols / 8; ++nt) {
-            atomic_add2(row + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
+            for (int nt = 0; nt < Tile::kDqCols / 8; ++nt) {
+              atomic_add2(dq_row + (mt * 16 + 8 * r) * HD + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
+            }
           }
         }
-      }
+      });
     }
+    gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane);
     store_rows(next_rows, 1 - buf);  // read after the next barrier
+    cur = nxt;
   }
 
   // Keys past the sequence are not written; a key no query sees gets zeros.

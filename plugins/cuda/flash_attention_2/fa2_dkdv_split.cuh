@@ -60,15 +60,16 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   load_tile<T, BN, HD, Tile::kThreads>(sK, k, p.k.row_stride, seq.k_len - n0);
   if (kDk) load_tile<T, BN, HD, Tile::kThreads>(sV, v, p.v.row_stride, seq.k_len - n0);
 
-  auto load_step = [&](int step, int buf) {
-    walk.load_q_do(step, sQ + buf * BM * S, sdO + buf * BM * S);
+  auto load_step = [&](QueryStep st, int buf) {
+    walk.load_q_do(st, sQ + buf * BM * S, sdO + buf * BM * S);
     if (threadIdx.x < BM) {
-      const RowStats r = walk.row(step, threadIdx.x);
+      const RowStats r = walk.row(st, threadIdx.x);
       sLse[buf * BM + threadIdx.x] = r.lse_log2();
       sD[buf * BM + threadIdx.x] = r.d;
     }
   };
-  if (walk.steps > 0) load_step(0, 0);
+  QueryStep cur = walk.first();
+  if (walk.steps > 0) load_step(cur, 0);
   cp_async_commit();
 
   float dk[kDk ? HD / 8 : 1][4], dv[kDv ? HD / 8 : 1][4];
@@ -80,16 +81,16 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   constexpr Layout kRow = Layout::kRowMajor, kTrans = Layout::kTransposed;
   const T* sKw = sK + warp * 16 * S;  // this warp's keys
   const T* sVw = sV + warp * 16 * S;
-  const BLane blt = BLane::trans(lane);
   const int key_j[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
 
   for (int step = 0; step < walk.steps; ++step) {
     const int buf = step % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer
-    if (step + 1 < walk.steps) load_step(step + 1, 1 - buf);
+    const QueryStep nxt = walk.next(cur);
+    if (step + 1 < walk.steps) load_step(nxt, 1 - buf);
     cp_async_commit();
-    const int m0 = walk.m0(step);
+    const int m0 = cur.m0;
     const T* q = sQ + buf * BM * S;
     const T* dO = sdO + buf * BM * S;
     const float* lse = sLse + buf * BM;
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
     }
     if constexpr (kDv) {
       // dV += P^T dO.
-      gemm_accum_smem<T, BM, HD, S>(dv, s, dO, blt);
+      gemm_accum_smem<T, BM, HD, S>(dv, s, dO, lane);
     }
     if constexpr (kDk) {
       // dP^T = V dO^T, then dS^T = P^T (dP^T - D) * softcap factor.
@@ -157,13 +158,13 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
         }
       }
       // dK += dS^T Q.
-      gemm_accum_smem<T, BM, HD, S>(dk, dp, q, blt);
+      gemm_accum_smem<T, BM, HD, S>(dk, dp, q, lane);
     }
     if constexpr (kDq) {
       // dQ (rows of this step's head and query block) += dS K, read back from every warp's
       // dS^T; each warp adds its 16 rows x kDqCols columns into the fp32 buffer.
       __syncthreads();
-      const int h = walk.head(step);
+      const int h = cur.head;
       const int rg = warp % Tile::kDqRowGroups, c0 = (warp / Tile::kDqRowGroups) * Tile::kDqCols;
       const int row_i[2] = {m0 + rg * 16 + g, m0 + rg * 16 + g + 8};
       float* dq_row[2];
@@ -187,6 +188,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
         }
       }
     }
+    cur = nxt;
   }
 
   // Keys past the sequence are not written; a key no query sees gets zeros.

@@ -71,7 +71,6 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   constexpr Layout kRow = Layout::kRowMajor;
   const T* sQw = sQ + warp * 16 * S;  // this warp's queries
   const T* sdOw = sdO + warp * 16 * S;
-  const BLane blt = BLane::trans(lane);
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
@@ -113,7 +112,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
       }
     });
     // dQ += dS K.
-    gemm_accum_smem<T, BN, HD, S>(dq, dp, kt, blt);
+    gemm_accum_smem<T, BN, HD, S>(dq, dp, kt, lane);
   }
 
   T* dq_out = head_base<T>(p, p.dq, b, h, true);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <attnrt_cuda/tile.cuh>
+#include <attnrt_cuda/warp_gemm.cuh>
 
 namespace attnrt::cuda::fa2 {
 
@@ -84,10 +85,6 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   const bool fold = p.softcap == 0.f && p.softmax_scale > 0.f;
   const float c = fold ? p.softmax_scale * kLog2e : 1.f;
 
-  // ldmatrix row addresses: K as the "col" B operand (rows are keys), V transposed.
-  const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
-  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
-
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
     if (nb > nb_lo) {
@@ -103,28 +100,17 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
     }
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if constexpr (Tile::kQInRegs) {
-#pragma unroll
-          for (int r = 0; r < 4; ++r) a[mt][r] = qf[mt][kk][r];
-        } else {
-          ldmatrix_x4(a[mt], sQw + mt * 16 * S + kk * 16);
-        }
-      }
-#pragma unroll
-      for (int np = 0; np < BN / 16; ++np) {
-        uint32_t bk[4];
-        ldmatrix_x4(bk, sK + (np * 16 + k_row) * S + kk * 16 + k_col);
+    if constexpr (Tile::kQInRegs) {
+      auto q_frags = [&](int kk, uint32_t(&f)[MT][4]) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          mma_16816<T>(s[mt][2 * np], a[mt], bk[0], bk[1]);
-          mma_16816<T>(s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) f[mt][r] = qf[mt][kk][r];
         }
-      }
+      };
+      gemm_xs<T, MT, HD, BN, Layout::kRowMajor, S>(s, q_frags, sK, lane);
+    } else {
+      gemm_ss<T, MT, HD, BN, Layout::kRowMajor, Layout::kRowMajor, S, S>(s, sQ + w0 * S, sK, lane);
     }
 
     // The mask only where the block crosses a boundary; masked scores are -inf in either domain.
@@ -208,22 +194,12 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
     cp_async_commit();
 
+    // O += P V, P rounded from the accumulators as the A operand.
+    auto p_frags = [&](int kk, uint32_t(&f)[MT][4]) {
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) accum_to_a<T>(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
-#pragma unroll
-      for (int np = 0; np < HD / 16; ++np) {
-        uint32_t bv[4];
-        ldmatrix_x4_trans(bv, sV + (kk * 16 + v_row) * S + np * 16 + v_col);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma_16816<T>(o[mt][2 * np], a[mt], bv[0], bv[1]);
-          mma_16816<T>(o[mt][2 * np + 1], a[mt], bv[2], bv[3]);
-        }
-      }
-    }
+      for (int mt = 0; mt < MT; ++mt) accum_to_a<T>(f[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+    };
+    gemm_xs<T, MT, BN, HD, Layout::kTransposed, S>(o, p_frags, sV, lane);
   }
 
   // Epilogue: normalize, write out and lse (rows past the sequence are not written).

@@ -15,41 +15,60 @@ struct RowStats {
   __device__ __forceinline__ float lse_log2() const { return lse == -INFINITY ? INFINITY : lse * kLog2e; }
 };
 
+// One step of the walk: q head `head`, query rows m0 ..+BM.
+struct QueryStep {
+  int head = 0, m0 = 0;
+};
+
 template <class T, int HD, int BM, int THREADS>
 struct QueryWalk {
   const AttentionParams& p;
   const Seq& seq;
-  int b, hk, group, mb_lo, blocks, steps;
+  int m_lo = 0, m_hi = 0, steps = 0, head0 = 0;
+  const T* q = nullptr;     // (token 0, head 0) of the sequence
+  const T* dout = nullptr;
 
   __device__ QueryWalk(const AttentionParams& params, const Seq& s, int batch, int kv_head, int n0, int keys)
-      : p(params), seq(s), b(batch), hk(kv_head), group(params.heads_q / params.heads_kv) {
+      : p(params), seq(s) {
+    const int group = p.heads_q / p.heads_kv;
     const BlockRange qb = seeing_query_blocks(p, seq, n0, keys, BM);
-    mb_lo = qb.lo;
-    blocks = qb.hi - qb.lo;
-    steps = blocks * group;
+    m_lo = qb.lo * BM;
+    m_hi = qb.hi * BM;
+    steps = (qb.hi - qb.lo) * group;
+    head0 = kv_head * group;
+    q = head_base<const T>(p, p.q, batch, 0, true);
+    dout = head_base<const T>(p, p.dout, batch, 0, true);
   }
-  __device__ int head(int step) const { return hk * group + step / blocks; }
-  __device__ int m0(int step) const { return (mb_lo + step % blocks) * BM; }
+  // Steps advance by counters: a division per step (step / blocks) and head_base's reads of
+  // cu_seqlens cost ~150 instructions per warp per step, all issued right after a barrier.
+  __device__ QueryStep first() const { return {head0, m_lo}; }
+  __device__ QueryStep next(QueryStep s) const {
+    s.m0 += BM;
+    if (s.m0 >= m_hi) {
+      s.m0 = m_lo;
+      ++s.head;
+    }
+    return s;
+  }
 
   // The step's Q and dO rows into padded smem tiles by cp.async (all THREADS threads call it).
-  __device__ void load_q_do(int step, T* sq, T* sdo) const {
-    const int h = head(step), m = m0(step);
-    const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m) * p.q.row_stride;
-    const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(m) * p.dout.row_stride;
-    load_tile<T, BM, HD, THREADS>(sq, q, p.q.row_stride, seq.q_len - m);
-    load_tile<T, BM, HD, THREADS>(sdo, d, p.dout.row_stride, seq.q_len - m);
+  __device__ void load_q_do(QueryStep s, T* sq, T* sdo) const {
+    load_tile<T, BM, HD, THREADS>(sq, q + int64_t(s.head) * p.q.head_stride + int64_t(s.m0) * p.q.row_stride,
+                                  p.q.row_stride, seq.q_len - s.m0);
+    load_tile<T, BM, HD, THREADS>(sdo, dout + int64_t(s.head) * p.dout.head_stride + int64_t(s.m0) * p.dout.row_stride,
+                                  p.dout.row_stride, seq.q_len - s.m0);
   }
 
   // Row r of the step's query block.
-  __device__ RowStats row(int step, int r) const {
-    RowStats s;
-    const int i = m0(step) + r;
+  __device__ RowStats row(QueryStep s, int r) const {
+    RowStats st;
+    const int i = s.m0 + r;
     if (i < seq.q_len) {
-      const int64_t idx = lse_index(p, seq, head(step), i);
-      s.lse = p.lse[idx];
-      s.d = p.softmax_d[idx];
+      const int64_t idx = lse_index(p, seq, s.head, i);
+      st.lse = p.lse[idx];
+      st.d = p.softmax_d[idx];
     }
-    return s;
+    return st;
   }
 };
 

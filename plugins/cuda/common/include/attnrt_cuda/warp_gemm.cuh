@@ -1,5 +1,7 @@
-// Warp-level products for the backward kernels (m16n8k16 tensor-core tiles; each warp computes
-// MT m16 tiles, so every B fragment it loads feeds MT products):
+// Warp-level products (m16n8k16 tensor-core tiles; each warp computes MT m16 tiles, so every B
+// fragment it loads feeds MT products):
+//   gemm_xs:         acc (16 MT x N) += A * B (K x N), B in shared memory, A from any source (shared
+//                    memory, registers, accumulators of an earlier product); pipelined loads.
 //   gemm_ss:         acc (16 MT x N) += A (16 MT x K) * B (K x N), both operands in shared memory;
 //                    A stored as M rows of K, or transposed (K rows of M, e.g. dS^T read as dS),
 //                    B stored as N rows of K (e.g. K for S = Q K^T), or as K rows of N (e.g. dO
@@ -27,57 +29,77 @@ struct BLane {
 
 enum class Layout { kRowMajor, kTransposed };
 
-// `a`: element (m 0, k 0) of the warp's A tile; `b`: element (k 0, n 0) of its B tile; SA, SB:
-// their row strides in elements. kA: A stored as M rows of K (kRowMajor) or K rows of M.
-// kB: B stored as N rows of K (kRowMajor: the "col" operand of mma) or K rows of N.
-template <class T, int MT, int K, int N, Layout kA, Layout kB, int SA, int SB>
-__device__ __forceinline__ void gemm_ss(float (&acc)[MT][N / 8][4], const T* a, const T* b, int lane) {
-  static_assert(K % 16 == 0 && N % 16 == 0, "k16 steps, n16 fragment pairs");
-  const BLane at = BLane::plain(lane);
-  const BLane bl = kB == Layout::kRowMajor ? BLane::plain(lane) : BLane::trans(lane);
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t af[MT][4];
+// The A operand of a warp tile, one k16 slice at a time: fragments of MT m16 tiles read from
+// shared memory by ldmatrix. `a`: element (m 0, k 0) of the warp's tile; SA: its row stride;
+// kA: stored as M rows of K (kRowMajor) or as K rows of M (kTransposed, e.g. dS^T read as dS).
+template <class T, int MT, Layout kA, int SA>
+struct SmemA {
+  const T* a;
+  int lane;
+  __device__ __forceinline__ void operator()(int kk, uint32_t (&f)[MT][4]) const {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       if constexpr (kA == Layout::kRowMajor) {
-        ldmatrix_x4(af[mt], a + (mt * 16 + lane % 16) * SA + kk * 16 + (lane / 16) * 8);
+        ldmatrix_x4(f[mt], a + (mt * 16 + lane % 16) * SA + kk * 16 + (lane / 16) * 8);
       } else {
-        ldmatrix_x4_trans(af[mt], a + (kk * 16 + at.row) * SA + mt * 16 + at.col);
+        const BLane at = BLane::plain(lane);
+        ldmatrix_x4_trans(f[mt], a + (kk * 16 + at.row) * SA + mt * 16 + at.col);
       }
     }
+  }
+};
+
+// acc (16 MT x N) += A (16 MT x K) * B (K x N) with B in shared memory and A from `load_a`
+// (load_a(kk, frags) fills the k16 slice kk: SmemA, or fragments held in registers). `b`: element
+// (k 0, n 0) of the B tile, SB its row stride; kB: B stored as N rows of K (kRowMajor: the "col"
+// operand of mma) or as K rows of N.
+// Software-pipelined one fragment ahead: the next B fragment (and at the start of each k16 slice
+// the next slice's A fragments) is loaded before the current products, so an ldmatrix's latency
+// hides behind 2 MT products instead of stalling the next ones. ldmatrix is volatile asm (it
+// reads shared memory written across barriers), so the compiler keeps the loads in this order
+// and the prefetch has to be written out; without it ptxas reused one fragment register and
+// each product waited on its load (ncu: short-scoreboard stalls on every HMMA, docs/perf.md).
+template <class T, int MT, int K, int N, Layout kB, int SB, class LoadA>
+__device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA& load_a, const T* b, int lane) {
+  static_assert(K % 16 == 0 && N % 16 == 0, "k16 steps, n16 fragment pairs");
+  constexpr int kSlices = K / 16, kPairs = N / 16, kSteps = kSlices * kPairs;
+  const BLane bl = kB == Layout::kRowMajor ? BLane::plain(lane) : BLane::trans(lane);
+  auto load_b = [&](uint32_t(&f)[4], int step) {
+    const int kk = step / kPairs, np = step % kPairs;
+    if constexpr (kB == Layout::kRowMajor) {
+      ldmatrix_x4(f, b + (np * 16 + bl.row) * SB + kk * 16 + bl.col);
+    } else {
+      ldmatrix_x4_trans(f, b + (kk * 16 + bl.row) * SB + np * 16 + bl.col);
+    }
+  };
+  uint32_t af[2][MT][4], bf[2][4];
+  load_a(0, af[0]);
+  load_b(bf[0], 0);
 #pragma unroll
-    for (int np = 0; np < N / 16; ++np) {
-      uint32_t bf[4];
-      if constexpr (kB == Layout::kRowMajor) {
-        ldmatrix_x4(bf, b + (np * 16 + bl.row) * SB + kk * 16 + bl.col);
-      } else {
-        ldmatrix_x4_trans(bf, b + (kk * 16 + bl.row) * SB + np * 16 + bl.col);
-      }
+  for (int step = 0; step < kSteps; ++step) {
+    const int kk = step / kPairs, np = step % kPairs;
+    if (np == 0 && kk + 1 < kSlices) load_a(kk + 1, af[(kk + 1) % 2]);
+    if (step + 1 < kSteps) load_b(bf[(step + 1) % 2], step + 1);
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        mma_16816<T>(acc[mt][2 * np], af[mt], bf[0], bf[1]);
-        mma_16816<T>(acc[mt][2 * np + 1], af[mt], bf[2], bf[3]);
-      }
+    for (int mt = 0; mt < MT; ++mt) {
+      mma_16816<T>(acc[mt][2 * np], af[kk % 2][mt], bf[step % 2][0], bf[step % 2][1]);
+      mma_16816<T>(acc[mt][2 * np + 1], af[kk % 2][mt], bf[step % 2][2], bf[step % 2][3]);
     }
   }
 }
 
+// Both operands in shared memory (see SmemA and gemm_xs).
+template <class T, int MT, int K, int N, Layout kA, Layout kB, int SA, int SB>
+__device__ __forceinline__ void gemm_ss(float (&acc)[MT][N / 8][4], const T* a, const T* b, int lane) {
+  gemm_xs<T, MT, K, N, kB, SB>(acc, SmemA<T, MT, kA, SA>{a, lane}, b, lane);
+}
+
+// acc (16 x N) += P (16 x K, fp32 accumulators rounded to T) * B, B stored as K rows of N.
 template <class T, int K, int N, int S>
 __device__ __forceinline__ void gemm_accum_smem(float (&acc)[N / 8][4], const float (&p)[K / 8][4], const T* b,
-                                                BLane bl) {
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t a[4];
-    accum_to_a<T>(a, p[2 * kk], p[2 * kk + 1]);
-#pragma unroll
-    for (int np = 0; np < N / 16; ++np) {
-      uint32_t bf[4];
-      ldmatrix_x4_trans(bf, b + (kk * 16 + bl.row) * S + np * 16 + bl.col);
-      mma_16816<T>(acc[2 * np], a, bf[0], bf[1]);
-      mma_16816<T>(acc[2 * np + 1], a, bf[2], bf[3]);
-    }
-  }
+                                                int lane) {
+  auto load_a = [&](int kk, uint32_t(&f)[1][4]) { accum_to_a<T>(f[0], p[2 * kk], p[2 * kk + 1]); };
+  gemm_xs<T, 1, K, N, Layout::kTransposed, S>(*reinterpret_cast<float(*)[1][N / 8][4]>(&acc), load_a, b, lane);
 }
 
 // One m16 tile's accumulators as the [1][N/8][4] array gemm_ss takes.
