@@ -19,7 +19,7 @@ struct ForwardTile {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStride = Padded<HD>::kStride;
   // Q fragments stay in registers while they fit beside the accumulators; else re-read per block.
-  static constexpr bool kQInRegs = HD * MT <= 128;
+  static constexpr bool kQInRegs = HD * MT <= 128 && BN <= 64;
   static constexpr size_t kSmemBytes = size_t(BM + 2 * BN) * kStride * 2;
 };
 
