@@ -178,20 +178,20 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
       });
     });
     __syncthreads();  // P^T and dS^T complete
-    // dV += P^T dO; then dQ += dS K, whose atomics drain while dK += dS^T Q runs (issued last,
-    // the atomics' registers were still held when the next step began: ncu's long-scoreboard
-    // stalls; FlashAttention-2 orders them the same way).
+    // dV += P^T dO; then dQ += dS K, whose atomics are issued one per step of dK += dS^T Q:
+    // issued after dK they held their registers into the next step (ncu: long-scoreboard
+    // stalls), issued back to back they filled the memory queue (lg-throttle stalls).
     gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dv, sP + key_w * SP, dO + col_w, lane);
     if constexpr (kDq) {
       // Rows of dS are columns of dS^T.
-      constexpr int kMT = Tile::kDqRows / 16;
+      constexpr int kMT = Tile::kDqRows / 16, kN8 = Tile::kDqCols / 8;
       const int row_q = (warp / Tile::kDqColWarps) * Tile::kDqRows;
       const int col_q = (warp % Tile::kDqColWarps) * Tile::kDqCols;
-      float acc[kMT][Tile::kDqCols / 8][4];
+      float acc[kMT][kN8][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-        for (int i = 0; i < Tile::kDqCols / 8; ++i) {
+        for (int i = 0; i < kN8; ++i) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[mt][i][e] = 0.f;
         }
@@ -202,21 +202,21 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
       // rows: behind a branch per row, ptxas recomputed the 64-bit address in every branch.
       const int i0 = m0 + row_q + g;
       float* dq_row = p.dq_accum + lse_index(p, seq, cur.head, i0) * HD + col_q + 2 * t;
+      constexpr int kAtomics = kMT * 2 * kN8, kSteps = (BM / 16) * (Tile::kDkDvCols / 16);
       with_flag(m0 + BM > seq.q_len, [&](auto partial) {
+        auto add_dq = [&](int step) {
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int a = step * kAtomics / kSteps; a < (step + 1) * kAtomics / kSteps; ++a) {
+            const int mt = a / (2 * kN8), r = (a / kN8) % 2, nt = a % kN8;
             if (decltype(partial)::value && i0 + mt * 16 + 8 * r >= seq.q_len) continue;
-#pragma unroll
-            for (int nt = 0; nt < Tile::kDqCols / 8; ++nt) {
-              atomic_add2(dq_row + (mt * 16 + 8 * r) * HD + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
-            }
+            atomic_add2(dq_row + (mt * 16 + 8 * r) * HD + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
           }
-        }
+        };
+        gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane, add_dq);
       });
+    } else {
+      gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane);
     }
-    gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane);
     store_rows(next_rows, 1 - buf);  // read after the next barrier
     cur = nxt;
   }

@@ -59,8 +59,16 @@ struct SmemA {
 // reads shared memory written across barriers), so the compiler keeps the loads in this order
 // and the prefetch has to be written out; without it ptxas reused one fragment register and
 // each product waited on its load (ncu: short-scoreboard stalls on every HMMA, docs/perf.md).
-template <class T, int MT, int K, int N, Layout kB, int SB, class LoadA>
-__device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA& load_a, const T* b, int lane) {
+// `after_step(i)` runs after step i of K/16 x N/16 (each 2 MT products): a caller spreads
+// other work, e.g. global atomics that would fill the memory queue if issued back to back,
+// over the products.
+struct NoStep {
+  __device__ void operator()(int) const {}
+};
+
+template <class T, int MT, int K, int N, Layout kB, int SB, class LoadA, class AfterStep = NoStep>
+__device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA& load_a, const T* b, int lane,
+                                        const AfterStep& after_step = {}) {
   static_assert(K % 16 == 0 && N % 16 == 0, "k16 steps, n16 fragment pairs");
   constexpr int kSlices = K / 16, kPairs = N / 16, kSteps = kSlices * kPairs;
   const BLane bl = kB == Layout::kRowMajor ? BLane::plain(lane) : BLane::trans(lane);
@@ -85,13 +93,15 @@ __device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA&
       mma_16816<T>(acc[mt][2 * np], af[kk % 2][mt], bf[step % 2][0], bf[step % 2][1]);
       mma_16816<T>(acc[mt][2 * np + 1], af[kk % 2][mt], bf[step % 2][2], bf[step % 2][3]);
     }
+    after_step(step);
   }
 }
 
 // Both operands in shared memory (see SmemA and gemm_xs).
-template <class T, int MT, int K, int N, Layout kA, Layout kB, int SA, int SB>
-__device__ __forceinline__ void gemm_ss(float (&acc)[MT][N / 8][4], const T* a, const T* b, int lane) {
-  gemm_xs<T, MT, K, N, kB, SB>(acc, SmemA<T, MT, kA, SA>{a, lane}, b, lane);
+template <class T, int MT, int K, int N, Layout kA, Layout kB, int SA, int SB, class AfterStep = NoStep>
+__device__ __forceinline__ void gemm_ss(float (&acc)[MT][N / 8][4], const T* a, const T* b, int lane,
+                                        const AfterStep& after_step = {}) {
+  gemm_xs<T, MT, K, N, kB, SB>(acc, SmemA<T, MT, kA, SA>{a, lane}, b, lane, after_step);
 }
 
 // acc (16 x N) += P (16 x K, fp32 accumulators rounded to T) * B, B stored as K rows of N.
