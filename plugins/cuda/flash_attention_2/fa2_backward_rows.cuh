@@ -61,15 +61,29 @@ __global__ void __launch_bounds__(128) dq_convert_kernel(const AttentionParams p
   }
 }
 
-// Adds (x, y) to two consecutive floats of global memory (8-byte aligned): one vector
-// reduction on sm_90 (volatile asm, so it stays where the caller put it among the products
-// instead of being hoisted into one burst), two scalar atomics before.
+// Adds (x, y) to two consecutive floats of global memory (8-byte aligned): one vector atomic
+// on sm_90, two scalar ones before.
 __device__ __forceinline__ void atomic_add2(float* addr, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(x), "f"(y) : "memory");
+  atomicAdd(reinterpret_cast<float2*>(addr), make_float2(x, y));
 #else
   atomicAdd(addr, x);
   atomicAdd(addr + 1, y);
+#endif
+}
+
+// Adds v to four consecutive floats of global memory (16-byte aligned): one vector reduction on
+// sm_90 (PTX red.global.add.v4.f32), four scalar atomics before.
+__device__ __forceinline__ void atomic_add4(float* addr, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(addr), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w)
+               : "memory");
+#else
+  atomicAdd(addr, v.x);
+  atomicAdd(addr + 1, v.y);
+  atomicAdd(addr + 2, v.z);
+  atomicAdd(addr + 3, v.w);
 #endif
 }
 

@@ -5,7 +5,7 @@
 //   S^T = K Q^T and dP^T = V dO^T: keys 32 (w % 4) ..+32 x queries (w / 4) half;
 //     P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) go to shared memory.
 //   dV += P^T dO and dK += dS^T Q: keys 32 (w % 4) ..+32 x head_dim columns (w / 4) half.
-//   dQ += dS K: a block of query rows x columns, added to the fp32 buffer by atomics.
+//   dQ += dS K: a block of query rows x columns, added to the fp32 buffer by 16-byte reductions.
 // Every product is a warp tile of at least 32 rows, so each B fragment feeds two or more m16
 // tiles: 0.45 fragment loads per mma at head_dim 128, against 0.56 for warps of 16 keys that
 // each form their own P and dS; those re-read all of Q and dO per warp and left the kernel
@@ -37,7 +37,7 @@ struct DkDvTile {
   static constexpr int kDqCols = HD / kDqColWarps;
   static constexpr int kDqRows = kBM / (kWarps / kDqColWarps);
   static_assert(HD <= 128 && HD % 32 == 0 && kDkDvCols % 16 == 0 && kDqCols % 16 == 0 && kDqRows % 16 == 0,
-                "warp tiles");
+                "warp tiles (dQ's in pairs of n8 tiles, for the 16-byte reductions)");
   // K, V: kBN rows; Q and dO: two buffers of kBM rows; P^T and dS^T; lse and D: two buffers.
   static constexpr size_t kSmemBytes = size_t(2 * kBN + 4 * kBM) * kStride * 2 + size_t(2 * kBN) * kPStride * 2 +
                                        4 * kBM * sizeof(float);
@@ -178,9 +178,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
       });
     });
     __syncthreads();  // P^T and dS^T complete
-    // dV += P^T dO; then dQ += dS K, whose atomics are issued one per step of dK += dS^T Q:
-    // issued after dK they held their registers into the next step (ncu: long-scoreboard
-    // stalls), issued back to back they filled the memory queue (lg-throttle stalls).
+    // dV += P^T dO; then dQ += dS K, added to the fp32 buffer while dK += dS^T Q runs.
     gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dv, sP + key_w * SP, dO + col_w, lane);
     if constexpr (kDq) {
       // Rows of dS are columns of dS^T.
@@ -197,19 +195,30 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
         }
       }
       gemm_ss<T, kMT, BN, Tile::kDqCols, kTrans, kTrans, SP, S>(acc, sdS + row_q, sK + col_q, lane);
-      // dq_accum rows are consecutive in i (lse_index), so every atomic of this thread is one
-      // base address plus a constant offset. Only a block that crosses the sequence's end checks
-      // rows: behind a branch per row, ptxas recomputed the 64-bit address in every branch.
+      // dQ goes out in 16-byte vector reductions: lanes t and t^1 swap halves of a pair of n8
+      // tiles, so even lanes hold columns 2t..2t+3 of the first and odd lanes 2t-2..2t+1 of the
+      // second. Every reduction of a thread is then one base address plus a constant (dq_accum
+      // rows are consecutive in i, lse_index). They are spread over the dK product's steps (one
+      // or two per step), not issued back to back; each change measured: issued after dK they
+      // held their registers into the next step (long-scoreboard stalls), 16 float2 atomics in a
+      // burst filled the memory queue (lg-throttle stalls); float4 halved the count
+      // (docs/perf.md, step 12). Only a block that crosses the sequence's end checks rows.
       const int i0 = m0 + row_q + g;
-      float* dq_row = p.dq_accum + lse_index(p, seq, cur.head, i0) * HD + col_q + 2 * t;
-      constexpr int kAtomics = kMT * 2 * kN8, kSteps = (BM / 16) * (Tile::kDkDvCols / 16);
+      const bool odd = t & 1;
+      float* dq_row = p.dq_accum + lse_index(p, seq, cur.head, i0) * HD + col_q + 2 * t + (odd ? 8 - 2 : 0);
+      constexpr int kAdds = kMT * 2 * (kN8 / 2), kSteps = (BM / 16) * (Tile::kDkDvCols / 16);
       with_flag(m0 + BM > seq.q_len, [&](auto partial) {
         auto add_dq = [&](int step) {
 #pragma unroll
-          for (int a = step * kAtomics / kSteps; a < (step + 1) * kAtomics / kSteps; ++a) {
-            const int mt = a / (2 * kN8), r = (a / kN8) % 2, nt = a % kN8;
+          for (int a = step * kAdds / kSteps; a < (step + 1) * kAdds / kSteps; ++a) {
+            const int mt = a / kN8, r = (a / (kN8 / 2)) % 2, j = a % (kN8 / 2);
+            const float(&lo)[4] = acc[mt][2 * j];
+            const float(&hi)[4] = acc[mt][2 * j + 1];
+            const float rx = __shfl_xor_sync(0xffffffffu, odd ? lo[2 * r] : hi[2 * r], 1);
+            const float ry = __shfl_xor_sync(0xffffffffu, odd ? lo[2 * r + 1] : hi[2 * r + 1], 1);
             if (decltype(partial)::value && i0 + mt * 16 + 8 * r >= seq.q_len) continue;
-            atomic_add2(dq_row + (mt * 16 + 8 * r) * HD + nt * 8, acc[mt][nt][2 * r], acc[mt][nt][2 * r + 1]);
+            atomic_add4(dq_row + (mt * 16 + 8 * r) * HD + j * 16,
+                        odd ? make_float4(rx, ry, hi[2 * r], hi[2 * r + 1]) : make_float4(lo[2 * r], lo[2 * r + 1], rx, ry));
           }
         };
         gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane, add_dq);
