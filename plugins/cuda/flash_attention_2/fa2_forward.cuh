@@ -51,9 +51,17 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   const T* k = head_base<const T>(p, p.k, b, hk, false);
   const T* v = head_base<const T>(p, p.v, b, hk, false);
 
+  // Q and the first K, then the first V as a second group: the first S = Q K^T runs while V
+  // lands (V issued inside the loop had its whole latency exposed once per CTA, which weighs
+  // at short sequences, where a CTA walks 4-8 blocks).
   load_tile<T, BM, HD, Tile::kThreads>(sQ, q, p.q.row_stride, seq.q_len - m0);
   if (nb_hi > nb_lo) {
     load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(nb_lo) * BN * p.k.row_stride, p.k.row_stride,
+                                         seq.k_len - nb_lo * BN);
+  }
+  cp_async_commit();
+  if (nb_hi > nb_lo) {
+    load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(nb_lo) * BN * p.v.row_stride, p.v.row_stride,
                                          seq.k_len - nb_lo * BN);
   }
   cp_async_commit();
@@ -70,7 +78,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
 
   uint32_t qf[Tile::kQInRegs ? MT : 1][Tile::kQInRegs ? HD / 16 : 1][4];
   const T* sQw = sQ + (w0 + (lane % 16)) * S + (lane / 16) * 8;  // this lane's ldmatrix row (tile 0)
-  cp_async_wait<0>();
+  cp_async_wait<1>();  // Q and K[nb_lo]
   __syncthreads();
   if constexpr (Tile::kQInRegs) {
 #pragma unroll
@@ -90,9 +98,9 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     if (nb > nb_lo) {
       cp_async_wait<0>();  // K[nb] has landed
       __syncthreads();     // and every warp is done with V[nb - 1]
+      load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0) * p.v.row_stride, p.v.row_stride, seq.k_len - n0);
+      cp_async_commit();
     }
-    load_tile<T, BN, HD, Tile::kThreads>(sV, v + int64_t(n0) * p.v.row_stride, p.v.row_stride, seq.k_len - n0);
-    cp_async_commit();
 
     float s[MT][BN / 8][4];
 #pragma unroll
