@@ -210,20 +210,39 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     gemm_xs<T, MT, BN, HD, Layout::kTransposed, S>(o, p_frags, sV, lane);
   }
 
-  // Epilogue: normalize, write out and lse (rows past the sequence are not written).
+  // Epilogue: normalize, write out and lse (rows past the sequence are not written). O goes
+  // through this warp's own rows of sQ (a warp reads only its own Q rows, so no barrier), and
+  // leaves in 16-byte chunks of whole rows rather than 4-byte pairs of 8 rows.
   T* out = head_base<T>(p, p.out, b, h, true);
+  T* sO = sQ + w0 * S;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float sum = quad_sum(row_sum[mt][r]);
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      const int i = m0 + w0 + mt * 16 + g + 8 * r;
-      if (i >= seq.q_len) continue;
-      store_accum_row<T>(out + int64_t(i) * p.out.row_stride, o[mt], r, t, inv);
-      if (p.lse && t == 0) {
+      const int row = mt * 16 + g + 8 * r;
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        *reinterpret_cast<uint32_t*>(sO + row * S + dt * 8 + 2 * t) =
+            pack2<T>(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
+      }
+      const int i = m0 + w0 + row;
+      if (p.lse && t == 0 && i < seq.q_len) {
         p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * c * kLn2 + logf(sum) : -INFINITY;
       }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunks = HD / 8, kRows = 16 * MT;
+  static_assert(kRows * kChunks % 32 == 0, "whole passes of the warp");
+#pragma unroll
+  for (int pass = 0; pass < kRows * kChunks / 32; ++pass) {
+    const int chunk = pass * 32 + lane, row = chunk / kChunks, col = (chunk % kChunks) * 8;
+    const int i = m0 + w0 + row;
+    if (i < seq.q_len) {
+      *reinterpret_cast<uint4*>(out + int64_t(i) * p.out.row_stride + col) =
+          *reinterpret_cast<const uint4*>(sO + row * S + col);
     }
   }
 }

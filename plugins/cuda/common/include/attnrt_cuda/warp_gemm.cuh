@@ -83,17 +83,22 @@ __device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA&
   uint32_t af[2][MT][4], bf[2][4];
   load_a(0, af[0]);
   load_b(bf[0], 0);
+  // Two nested loops, not one over K/16 x N/16 steps: a single 64-step loop (head_dim 256) was
+  // left rolled, and the accumulators it indexes went to local memory.
 #pragma unroll
-  for (int step = 0; step < kSteps; ++step) {
-    const int kk = step / kPairs, np = step % kPairs;
-    if (np == 0 && kk + 1 < kSlices) load_a(kk + 1, af[(kk + 1) % 2]);
-    if (step + 1 < kSteps) load_b(bf[(step + 1) % 2], step + 1);
+  for (int kk = 0; kk < kSlices; ++kk) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      mma_16816<T>(acc[mt][2 * np], af[kk % 2][mt], bf[step % 2][0], bf[step % 2][1]);
-      mma_16816<T>(acc[mt][2 * np + 1], af[kk % 2][mt], bf[step % 2][2], bf[step % 2][3]);
+    for (int np = 0; np < kPairs; ++np) {
+      const int step = kk * kPairs + np;
+      if (np == 0 && kk + 1 < kSlices) load_a(kk + 1, af[(kk + 1) % 2]);
+      if (step + 1 < kSteps) load_b(bf[(step + 1) % 2], step + 1);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_16816<T>(acc[mt][2 * np], af[kk % 2][mt], bf[step % 2][0], bf[step % 2][1]);
+        mma_16816<T>(acc[mt][2 * np + 1], af[kk % 2][mt], bf[step % 2][2], bf[step % 2][3]);
+      }
+      after_step(step);
     }
-    after_step(step);
   }
 }
 
