@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     // would be 1) when no row of this warp found a larger maximum, as it usually does not
     // once a few blocks are in.
     bool grew = false;
-    float alpha[MT][2];
+    float alpha[MT][2], neg_base[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -166,19 +166,12 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
         for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
         mx = quad_max(mx);
         // A row with nothing visible yet keeps max -inf; its P is 0 and nothing is rescaled.
-        const float neg_base = mx == -INFINITY ? 0.f : -mx * c;
+        neg_base[mt][r] = mx == -INFINITY ? 0.f : -mx * c;
         const bool row_grew = mx != row_max[mt][r];
         grew |= row_grew;
-        alpha[mt][r] = row_grew ? fast_exp2(fmaf(row_max[mt][r], c, neg_base)) : 1.f;
+        alpha[mt][r] = row_grew ? fast_exp2(fmaf(row_max[mt][r], c, neg_base[mt][r])) : 1.f;
         row_max[mt][r] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
-          s[mt][nt][2 * r] = fast_exp2(fmaf(s[mt][nt][2 * r], c, neg_base));
-          s[mt][nt][2 * r + 1] = fast_exp2(fmaf(s[mt][nt][2 * r + 1], c, neg_base));
-          sum += s[mt][nt][2 * r] + s[mt][nt][2 * r + 1];
-        }
-        row_sum[mt][r] = row_sum[mt][r] * alpha[mt][r] + sum;
+        row_sum[mt][r] *= alpha[mt][r];
       }
     }
     if (__any_sync(0xffffffffu, grew)) {
@@ -202,12 +195,30 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
     cp_async_commit();
 
-    // O += P V, P rounded from the accumulators as the A operand.
+    // O += P V with the exponentials computed slice by slice as the A operand: they and the
+    // products form one basic block after the barrier, so ptxas fills the tensor-core issue
+    // gaps with the MUFU/FFMA work (FlashAttention-2's order; with the exponentials before
+    // the barrier every P V product waited out its fixed latency, ncu: docs/perf.md step 16).
+    float sum[MT][2] = {};
     auto p_frags = [&](int kk, uint32_t(&f)[MT][4]) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) accum_to_a<T>(f[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], c, neg_base[mt][e / 2]));
+          sum[mt][0] += s[mt][nt][0] + s[mt][nt][1];
+          sum[mt][1] += s[mt][nt][2] + s[mt][nt][3];
+        }
+        accum_to_a<T>(f[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+      }
     };
     gemm_xs<T, MT, BN, HD, Layout::kTransposed, S>(o, p_frags, sV, lane);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      row_sum[mt][0] += sum[mt][0];
+      row_sum[mt][1] += sum[mt][1];
+    }
   }
 
   // Epilogue: normalize, write out and lse (rows past the sequence are not written). O goes
