@@ -151,8 +151,9 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
         }
       }
     }
-    // Online softmax: P = exp2(s * c - max * c), one FFMA and one MUFU per score; what was
-    // accumulated is rescaled by exp2((old max - new max) * c), skipped (exactly: the factor
+    // Online softmax: P = exp2(s * c - max * c), one FFMA and one MUFU per score (computed
+    // below, inside the P V product); first the new row maxima, and what was accumulated is
+    // rescaled by exp2((old max - new max) * c), skipped (exactly: the factor
     // would be 1) when no row of this warp found a larger maximum, as it usually does not
     // once a few blocks are in.
     bool grew = false;
