@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     // products form one basic block after the barrier, so ptxas fills the tensor-core issue
     // gaps with the MUFU/FFMA work (FlashAttention-2's order; with the exponentials before
     // the barrier every P V product waited out its fixed latency, ncu: docs/perf.md step 16).
-    float sum[MT][2] = {};
+    float sum[MT][2] = {};  // this block's row sums, added to the running ones once, not per term
     auto p_frags = [&](int kk, uint32_t(&f)[MT][4]) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
