@@ -7,6 +7,8 @@
 // reused from the accumulators as the A operand of P V.
 #pragma once
 
+#include "fa2_query_block.cuh"
+
 #include <attnrt_cuda/tile.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>
 
@@ -33,19 +35,12 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   T* sK = sQ + BM * S;
   T* sV = sK + BN * S;
 
-  // Last query blocks first: under a causal mask they see the most keys, so the longest CTAs
-  // start in the first wave and the short ones fill in behind them (FlashAttention-2's order).
-  const int m_block = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const Seq seq = sequence(p, b);
-  const int m0 = m_block * BM;
-  if (m0 >= seq.q_len) return;
-  const int hk = h / (p.heads_q / p.heads_kv);
+  const QueryBlock qb = query_block<BM, BN>(p);
+  if (qb.past_end()) return;
+  const Seq& seq = qb.seq;
+  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_lo = qb.keys.lo, nb_hi = qb.keys.hi;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
-
-  // Key blocks any row of this CTA can see.
-  const BlockRange kb = visible_key_blocks(p, seq, m0, BM, BN);
-  const int nb_lo = kb.lo, nb_hi = kb.hi;
 
   const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
   const T* k = head_base<const T>(p, p.k, b, hk, false);
