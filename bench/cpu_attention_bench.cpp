@@ -8,7 +8,7 @@
 //   build/bin/attnrt_cpu_bench --benchmark_counters_tabular=true
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/registry.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <benchmark/benchmark.h>
 

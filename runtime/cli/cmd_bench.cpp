@@ -10,10 +10,10 @@
 #include "table.hpp"
 
 #include <attnrt/runtime/backend.hpp>
-#include <attnrt/runtime/device_workload.hpp>
+#include <attnrt/harness/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
-#include <attnrt/runtime/timing.hpp>
+#include <attnrt/harness/timing.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

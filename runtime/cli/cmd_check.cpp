@@ -3,7 +3,7 @@
 #include "options.hpp"
 #include "table.hpp"
 
-#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/harness/conformance.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
 

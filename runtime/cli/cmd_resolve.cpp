@@ -6,7 +6,7 @@
 
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -6,7 +6,7 @@
 #include "table.hpp"
 
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/run_job.hpp>
+#include <attnrt/harness/run_job.hpp>
 #include <attnrt/runtime/runtime.hpp>
 #include <attnrt/validate.hpp>
 

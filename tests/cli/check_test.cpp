@@ -1,6 +1,6 @@
 // attnrt check: passes the shipped plugins, fails each deliberately broken one with a clear line
 // per failed check, and survives a plugin that crashes.
-#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/harness/conformance.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -8,12 +8,12 @@
 // folder next to libattnrt, so the test runs unchanged from a carried install.
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/device.hpp>
-#include <attnrt/runtime/device_workload.hpp>
+#include <attnrt/harness/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/reference.hpp>
+#include <attnrt/harness/reference.hpp>
 #include <attnrt/runtime/registry.hpp>
-#include <attnrt/runtime/run_job.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/run_job.hpp>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // each plugin's C function table (which must validate on its own).
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 

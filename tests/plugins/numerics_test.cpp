@@ -4,8 +4,8 @@
 // and sdpa's error is at most 2x eager's plus a small floor. Outputs are poisoned with NaN
 // first, inputs are fresh random normals, and NaN never passes.
 #include <attnrt/runtime/backend.hpp>
-#include <attnrt/runtime/reference.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/validate.hpp>
 
 #include <gtest/gtest.h>

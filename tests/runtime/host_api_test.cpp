@@ -1,7 +1,7 @@
 // The C host API: embedded default, resolution, a checked forward call, errors as statuses.
 #include <attnrt/host_api.h>
-#include <attnrt/runtime/reference.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Plugin loading: the good plugin, and every way a file can fail to be one.
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/host_tensor.hpp>
+#include <attnrt/harness/host_tensor.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 #include <attnrt/runtime/registry.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The fp64 reference itself, against values worked out by hand and (for backward) against
 // finite differences of its own forward.
-#include <attnrt/runtime/host_tensor.hpp>
-#include <attnrt/runtime/reference.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/host_tensor.hpp>
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Workloads: the real fixture becomes a varlen call; random shapes, paged layout, FLOP count.
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/safetensors.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/safetensors.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 

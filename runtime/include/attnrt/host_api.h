@@ -13,36 +13,39 @@
 extern "C" {
 #endif
 
+/* libattnrt is built with hidden visibility: these functions are what it exports. */
+#define ATTNRT_HOST_API __attribute__((visibility("default")))
+
 typedef struct attnrt_runtime attnrt_runtime;
 typedef struct attnrt_backend_handle attnrt_backend_handle;
 
 /* Loads config_path (NULL: the embedded default configuration) and applies Hydra-style
  * overrides ("+a.b=v", ...). Errors name file:line:column or the override. */
-attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides, size_t num_overrides,
+ATTNRT_HOST_API attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides, size_t num_overrides,
                                     attnrt_runtime** runtime, attnrt_message* error);
-void attnrt_runtime_destroy(attnrt_runtime* runtime);
+ATTNRT_HOST_API void attnrt_runtime_destroy(attnrt_runtime* runtime);
 
 /* Attention sites found in the configuration, and the implementation each asks for. The
  * strings live as long as the runtime. */
-size_t attnrt_runtime_site_count(const attnrt_runtime* runtime);
-const char* attnrt_runtime_site_name(const attnrt_runtime* runtime, size_t index);
-const char* attnrt_runtime_site_value(const attnrt_runtime* runtime, size_t index);
+ATTNRT_HOST_API size_t attnrt_runtime_site_count(const attnrt_runtime* runtime);
+ATTNRT_HOST_API const char* attnrt_runtime_site_name(const attnrt_runtime* runtime, size_t index);
+ATTNRT_HOST_API const char* attnrt_runtime_site_value(const attnrt_runtime* runtime, size_t index);
 
 /* Resolves `value` (a name, alias, auto, path or org/name; NULL: the configured value of
  * `site`) for `desc` on the configured device. desc->device and desc->cuda_arch are filled by
  * the runtime. On ATTNRT_ERROR_UNSUPPORTED the message lists every candidate's reason. */
-attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const char* value,
+ATTNRT_HOST_API attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const char* value,
                              attnrt_attention_desc* desc, attnrt_backend_handle** backend,
                              attnrt_message* error);
-const char* attnrt_backend_name(const attnrt_backend_handle* backend);
-void attnrt_backend_release(attnrt_backend_handle* backend);
+ATTNRT_HOST_API const char* attnrt_backend_name(const attnrt_backend_handle* backend);
+ATTNRT_HOST_API void attnrt_backend_release(attnrt_backend_handle* backend);
 
 /* Calls the backend; the runtime validates every tensor first and provides the workspace.
  * num_threads: CPU threads (0: default); stream: CUDA stream or NULL. */
-attnrt_status attnrt_backend_forward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+ATTNRT_HOST_API attnrt_status attnrt_backend_forward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
                                      const attnrt_forward_args* args, int32_t num_threads, void* stream,
                                      attnrt_message* error);
-attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+ATTNRT_HOST_API attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
                                       const attnrt_backward_args* args, int32_t num_threads, void* stream,
                                       attnrt_message* error);
 

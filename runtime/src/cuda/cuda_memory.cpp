@@ -45,40 +45,20 @@ CudaBuffer& CudaBuffer::operator=(CudaBuffer&& other) noexcept {
   return *this;
 }
 
-DeviceTensor::DeviceTensor(const HostTensor& host, DLDevice device)
-    : buffer_(device, host.nbytes()), shape_(host.shape()) {
-  view_.dtype = host.dtype();
-  bind_view();
-  upload(host);
-}
-
-void DeviceTensor::bind_view() {
-  view_.data = buffer_.data();
-  view_.device = buffer_.device();
-  view_.ndim = static_cast<int32_t>(shape_.size());
-  view_.shape = shape_.data();
-  view_.strides = nullptr;
-  view_.byte_offset = 0;
-}
-
-void DeviceTensor::upload(const HostTensor& host) {
-  if (host.shape() != shape_ || host.nbytes() > buffer_.size()) throw Error("DeviceTensor::upload: shape mismatch");
+void CudaBuffer::upload(const void* host, size_t bytes) {
+  if (bytes > bytes_) throw Error(fmt::format("CudaBuffer::upload: {} bytes into a buffer of {}", bytes, bytes_));
+  if (bytes == 0) return;
   const cuda::Driver& d = cuda::driver();
-  d.make_current(buffer_.device());
-  if (host.nbytes()) {
-    d.check(d.cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(buffer_.data()), host.data(), host.nbytes()),
-            "copying a tensor to the GPU");
-  }
+  d.make_current(device_);
+  d.check(d.cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(ptr_), host, bytes), "copying a tensor to the GPU");
 }
 
-void DeviceTensor::download(HostTensor& host) const {
-  if (host.shape() != shape_ || host.nbytes() > buffer_.size()) throw Error("DeviceTensor::download: shape mismatch");
+void CudaBuffer::download(void* host, size_t bytes) const {
+  if (bytes > bytes_) throw Error(fmt::format("CudaBuffer::download: {} bytes from a buffer of {}", bytes, bytes_));
+  if (bytes == 0) return;
   const cuda::Driver& d = cuda::driver();
-  d.make_current(buffer_.device());
-  if (host.nbytes()) {
-    d.check(d.cuMemcpyDtoH(host.data(), reinterpret_cast<cuda::CUdeviceptr>(buffer_.data()), host.nbytes()),
-            "copying a tensor from the GPU");
-  }
+  d.make_current(device_);
+  d.check(d.cuMemcpyDtoH(host, reinterpret_cast<cuda::CUdeviceptr>(ptr_), bytes), "copying a tensor from the GPU");
 }
 
 void cuda_synchronize(DLDevice device) {

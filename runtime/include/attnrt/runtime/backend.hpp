@@ -3,6 +3,7 @@
 // tensor is reported by name even when a third-party plugin checks nothing.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
@@ -15,7 +16,7 @@
 
 namespace attnrt {
 
-class Backend {
+class ATTNRT_API Backend {
  public:
   // Creates an instance of `library`'s plugin. Throws attnrt::Error with the plugin's message.
   explicit Backend(std::shared_ptr<PluginLibrary> library);
@@ -56,6 +57,6 @@ class Backend {
   size_t workspace_used_ = 0;
 };
 
-const char* status_name(attnrt_status status);
+ATTNRT_API const char* status_name(attnrt_status status);
 
 }  // namespace attnrt

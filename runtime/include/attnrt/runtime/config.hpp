@@ -3,6 +3,8 @@
 // the override that set it.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
+
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -12,7 +14,7 @@
 
 namespace attnrt {
 
-struct Origin {
+struct ATTNRT_API Origin {
   std::string file;      // config file, "<embedded:name>", or empty for overrides
   int line = 0;          // 1-based; 0 when unknown
   int column = 0;        // 1-based
@@ -22,7 +24,7 @@ struct Origin {
   std::string describe() const;
 };
 
-class Config {
+class ATTNRT_API Config {
  public:
   Config();
   // Parses YAML text; `name` is used in messages and as the origin's file (relative paths in
@@ -53,6 +55,6 @@ class Config {
 };
 
 // Splits "a.b.c" into {"a", "b", "c"}.
-std::vector<std::string> split_path(const std::string& dotted);
+ATTNRT_API std::vector<std::string> split_path(const std::string& dotted);
 
 }  // namespace attnrt

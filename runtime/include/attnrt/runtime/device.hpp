@@ -3,6 +3,8 @@
 // installed, reporting why CUDA is unavailable instead.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
+
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 namespace attnrt {
 
-struct DeviceInfo {
+struct ATTNRT_API DeviceInfo {
   DLDevice dl{kDLCPU, 0};
   std::string name;        // "cpu (16 threads)" or "NVIDIA H100 80GB HBM3"
   int32_t cuda_arch = 0;   // major*10+minor for CUDA devices
@@ -27,10 +29,10 @@ struct DeviceInventory {
 };
 
 // Probes once per process (cached).
-const DeviceInventory& probe_devices();
+ATTNRT_API const DeviceInventory& probe_devices();
 
 // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N". Throws attnrt::Error naming
 // what is missing when the requested device does not exist here.
-DeviceInfo select_device(const std::string& spec, const DeviceInventory& inventory);
+ATTNRT_API DeviceInfo select_device(const std::string& spec, const DeviceInventory& inventory);
 
 }  // namespace attnrt

@@ -2,12 +2,14 @@
 // file:line:column, override text, plugin path, tensor name), printed once at the top.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
+
 #include <stdexcept>
 #include <string>
 
 namespace attnrt {
 
-class Error : public std::runtime_error {
+class ATTNRT_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -3,6 +3,8 @@
 // aliased and matched to a device without running any of its code.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
+
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -23,6 +25,6 @@ struct Manifest {
 // Reads dir/plugin.yaml, else dir/config.json; nullopt when neither exists. When the manifest
 // names no library, the directory's only lib*.so is used. Throws attnrt::Error with file:line
 // (YAML) or the JSON parser's position for malformed manifests.
-std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
+ATTNRT_API std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
 
 }  // namespace attnrt

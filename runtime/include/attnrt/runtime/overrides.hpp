@@ -6,6 +6,8 @@
 // Values are parsed as YAML ("eager", 3, [1, 2], {a: 1}, null). Errors quote the override.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
+
 #include <string>
 
 namespace attnrt {
@@ -20,6 +22,6 @@ struct Override {
 };
 
 // Parses one override; throws attnrt::Error naming the text and what is wrong.
-Override parse_override(const std::string& text);
+ATTNRT_API Override parse_override(const std::string& text);
 
 }  // namespace attnrt

@@ -3,6 +3,7 @@
 // attnrt::Error naming the path and the problem.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 
 #include <filesystem>
@@ -15,7 +16,7 @@ class shared_library;
 
 namespace attnrt {
 
-class PluginLibrary {
+class ATTNRT_API PluginLibrary {
  public:
   // Loads `path` and validates it:
   //  - the file exists and is a loadable shared library (else: the loader's message);
@@ -40,8 +41,8 @@ class PluginLibrary {
 };
 
 // "fp32, fp16, bf16" / "gqa, causal, ..." / "cpu, cuda sm80+": capability words for listings.
-std::string describe_dtypes(uint32_t dtype_bits);
-std::string describe_features(uint64_t feature_bits);
-std::string describe_devices(const attnrt_capabilities& caps);
+ATTNRT_API std::string describe_dtypes(uint32_t dtype_bits);
+ATTNRT_API std::string describe_features(uint64_t feature_bits);
+ATTNRT_API std::string describe_devices(const attnrt_capabilities& caps);
 
 }  // namespace attnrt

@@ -6,6 +6,7 @@
 // manifests list different devices; otherwise the first directory's wins.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/manifest.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
@@ -26,7 +27,7 @@ struct PluginRecord {
   std::string found_in;  // the search directory (or "path" for explicit paths)
 };
 
-class Registry {
+class ATTNRT_API Registry {
  public:
   // Directories are scanned in the order given; the first plugin of a name wins.
   explicit Registry(std::vector<std::filesystem::path> search_dirs);

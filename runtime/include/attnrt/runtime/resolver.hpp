@@ -11,6 +11,7 @@
 // that lists every reason. A feature of the call is never dropped to make a backend fit.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/device.hpp>
@@ -33,7 +34,7 @@ struct ParsedValue {
   std::string org, name, version;      // hub form
 };
 
-ParsedValue classify_value(const std::string& value);
+ATTNRT_API ParsedValue classify_value(const std::string& value);
 
 struct Attempt {
   std::string candidate;  // name, path or org/name
@@ -56,7 +57,7 @@ struct Resolution {
   bool ok() const { return backend != nullptr; }
 };
 
-class Resolver {
+class ATTNRT_API Resolver {
  public:
   Resolver(Registry& registry, Settings settings, Deprecations deprecations, std::vector<KnownIssueRule> rules,
            DeviceInfo device);

@@ -5,6 +5,7 @@
 //    feature combination known to misbehave, with the message users see.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/config.hpp>
 
@@ -21,7 +22,7 @@ struct DeprecatedKey {
   std::string message;       // extra advice
 };
 
-struct Deprecations {
+struct ATTNRT_API Deprecations {
   std::map<std::string, std::string> aliases;  // deprecated value -> implementation name
   std::map<std::string, DeprecatedKey> keys;
 
@@ -29,7 +30,7 @@ struct Deprecations {
   static Deprecations from_yaml(const YAML::Node& root, const std::string& file);
 };
 
-struct KnownIssueRule {
+struct ATTNRT_API KnownIssueRule {
   enum class Action { kSkip, kWarn };
   std::string id;
   std::vector<std::string> devices;          // cpu, cuda, mps; empty: any
@@ -48,9 +49,9 @@ struct KnownIssueRule {
                const std::string& requested_value, const attnrt_attention_desc& desc) const;
 };
 
-std::vector<KnownIssueRule> parse_rules(const YAML::Node& root, const std::string& file);
+ATTNRT_API std::vector<KnownIssueRule> parse_rules(const YAML::Node& root, const std::string& file);
 
 // Feature words in use by a descriptor (the vocabulary of KnownIssueRule::features).
-std::vector<std::string> features_in_use(const attnrt_attention_desc& desc);
+ATTNRT_API std::vector<std::string> features_in_use(const attnrt_attention_desc& desc);
 
 }  // namespace attnrt

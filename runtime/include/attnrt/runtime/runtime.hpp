@@ -2,6 +2,7 @@
 // < overrides), finds the plugins and the device, scans the attention sites, and resolves them.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/registry.hpp>
 #include <attnrt/runtime/resolver.hpp>
@@ -22,7 +23,7 @@ struct RuntimeOptions {
   bool use_embedded_default = true;                  // with no files, load configs/default.yaml
 };
 
-class Runtime {
+class ATTNRT_API Runtime {
  public:
   // Throws attnrt::Error for unreadable or invalid configuration (with file:line:column or the
   // override text). Warnings (deprecations, "did you mean") are logged and kept in warnings().
@@ -51,6 +52,6 @@ class Runtime {
 
 // Configs compiled into libattnrt from configs/: "runtime_defaults.yaml", "default.yaml",
 // "deprecations.yaml", "known_issues.yaml". Throws for an unknown name.
-std::string_view embedded_config(std::string_view name);
+ATTNRT_API std::string_view embedded_config(std::string_view name);
 
 }  // namespace attnrt

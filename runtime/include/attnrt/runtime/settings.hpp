@@ -1,6 +1,7 @@
 // The runtime's own settings: the `attnrt:` section of the configuration.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/device.hpp>
 
@@ -11,7 +12,7 @@
 
 namespace attnrt {
 
-struct Settings {
+struct ATTNRT_API Settings {
   std::string device = "auto";                // auto | cpu | cuda | cuda:N
   bool strict = false;                        // any fallback is an error listing every reason
   int num_threads = 0;                        // CPU threads per call; 0: all
@@ -28,9 +29,9 @@ struct Settings {
 
 // Reads config's `attnrt:` section. Unknown keys give "did you mean" warnings with positions;
 // values of the wrong type throw attnrt::Error with file:line:column.
-Settings read_settings(const Config& config, std::vector<std::string>* warnings);
+ATTNRT_API Settings read_settings(const Config& config, std::vector<std::string>* warnings);
 
 // Settings keys, for "did you mean".
-const std::vector<std::string>& settings_keys();
+ATTNRT_API const std::vector<std::string>& settings_keys();
 
 }  // namespace attnrt

@@ -8,6 +8,7 @@
 // mean" warning with their file:line:column.
 #pragma once
 
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/rules.hpp>
 
@@ -29,12 +30,12 @@ struct SiteScan {
   std::vector<std::string> warnings;  // deprecations and "did you mean", with positions
 };
 
-SiteScan find_sites(const Config& config, const Deprecations& deprecations,
+ATTNRT_API SiteScan find_sites(const Config& config, const Deprecations& deprecations,
                     const std::string& default_implementation);
 
 // Levenshtein distance, used for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b);
+ATTNRT_API size_t edit_distance(const std::string& a, const std::string& b);
 // The closest of `known` to `word` within a small distance, or "".
-std::string closest_match(const std::string& word, const std::vector<std::string>& known);
+ATTNRT_API std::string closest_match(const std::string& word, const std::vector<std::string>& known);
 
 }  // namespace attnrt

@@ -6,7 +6,7 @@
 
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/config.hpp>
-#include <attnrt/runtime/host_tensor.hpp>
+#include <attnrt/harness/host_tensor.hpp>
 
 #include <array>
 #include <filesystem>

@@ -3,8 +3,8 @@
 // poisoned there by uploading NaN, and results come back with download_outputs().
 #pragma once
 
-#include <attnrt/runtime/cuda_memory.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/device_tensor.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <utility>
 #include <vector>

@@ -1,5 +1,5 @@
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/host_tensor.hpp>
+#include <attnrt/harness/host_tensor.hpp>
 
 #include <algorithm>
 #include <bit>

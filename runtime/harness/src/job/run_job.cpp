@@ -1,8 +1,8 @@
-#include <attnrt/runtime/device_workload.hpp>
+#include <attnrt/harness/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/reference.hpp>
-#include <attnrt/runtime/run_job.hpp>
-#include <attnrt/runtime/timing.hpp>
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/run_job.hpp>
+#include <attnrt/harness/timing.hpp>
 
 #include <sys/resource.h>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <attnrt/runtime/resolver.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 // check with the signal (or the timeout) named, and the kit carries on.
 #pragma once
 
-#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/harness/conformance.hpp>
 
 #include <functional>
 

@@ -1,7 +1,7 @@
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/safetensors.hpp>
+#include <attnrt/harness/safetensors.hpp>
 #include <attnrt/runtime/sites.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>

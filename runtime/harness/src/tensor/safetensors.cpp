@@ -1,5 +1,5 @@
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/safetensors.hpp>
+#include <attnrt/harness/safetensors.hpp>
 
 #include <nlohmann/json.hpp>
 

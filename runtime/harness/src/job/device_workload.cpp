@@ -1,4 +1,4 @@
-#include <attnrt/runtime/device_workload.hpp>
+#include <attnrt/harness/device_workload.hpp>
 #include <attnrt/runtime/error.hpp>
 
 namespace attnrt {

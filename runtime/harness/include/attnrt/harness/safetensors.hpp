@@ -2,7 +2,7 @@
 // JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then raw data.
 #pragma once
 
-#include <attnrt/runtime/host_tensor.hpp>
+#include <attnrt/harness/host_tensor.hpp>
 
 #include <filesystem>
 #include <map>

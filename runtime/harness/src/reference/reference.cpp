@@ -1,8 +1,8 @@
 // fp64 attention straight from the definition in plugin_abi.h: one query row at a time, every
 // score materialized, no tiling and nothing shared with the plugins' kernels.
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/host_tensor.hpp>
-#include <attnrt/runtime/reference.hpp>
+#include <attnrt/harness/host_tensor.hpp>
+#include <attnrt/harness/reference.hpp>
 
 #include <algorithm>
 #include <cmath>

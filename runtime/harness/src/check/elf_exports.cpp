@@ -1,6 +1,6 @@
 // Reads the dynamic symbol table of an ELF64 file (<elf.h>): what `nm -D --defined-only`
 // prints, without depending on binutils at run time.
-#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/harness/conformance.hpp>
 #include <attnrt/runtime/error.hpp>
 
 #include <elf.h>

@@ -1,12 +1,12 @@
 #include "isolation.hpp"
 
 #include <attnrt/runtime/backend.hpp>
-#include <attnrt/runtime/conformance.hpp>
+#include <attnrt/harness/conformance.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/runtime/reference.hpp>
+#include <attnrt/harness/reference.hpp>
 #include <attnrt/runtime/resolver.hpp>
-#include <attnrt/runtime/run_job.hpp>
-#include <attnrt/runtime/workload.hpp>
+#include <attnrt/harness/run_job.hpp>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>
