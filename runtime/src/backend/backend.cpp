@@ -9,12 +9,7 @@
 namespace attnrt {
 namespace {
 
-constexpr size_t kMessageCapacity = 2048;
-
-struct MessageBuffer {
-  char text[kMessageCapacity] = {0};
-  attnrt_message message{sizeof(attnrt_message), text, kMessageCapacity};
-};
+using sdk::MessageBuffer;
 
 }  // namespace
 
@@ -38,8 +33,8 @@ Backend::Backend(std::shared_ptr<PluginLibrary> library) : library_(std::move(li
   host.host_abi_major = ATTNRT_ABI_VERSION_MAJOR;
   host.host_abi_minor = ATTNRT_ABI_VERSION_MINOR;
   MessageBuffer err;
-  const attnrt_status status = library_->api().create(&host, &instance_, &err.message);
-  if (status != ATTNRT_OK) fail("create", status, err.text);
+  const attnrt_status status = library_->api().create(&host, &instance_, err.get());
+  if (status != ATTNRT_OK) fail("create", status, err.text());
 }
 
 Backend::~Backend() {
@@ -55,16 +50,16 @@ std::string Backend::unsupported_reason(const attnrt_attention_desc& desc) const
   const std::string gap = sdk::capability_gap(library_->capabilities(), desc);
   if (!gap.empty()) return gap;
   MessageBuffer reason;
-  const attnrt_status status = library_->api().supports(instance_, &desc, &reason.message);
+  const attnrt_status status = library_->api().supports(instance_, &desc, reason.get());
   if (status == ATTNRT_OK) return "";
-  return reason.text[0] ? reason.text : status_name(status);
+  return !reason.empty() ? reason.text() : status_name(status);
 }
 
 void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int num_threads, size_t* bytes) {
   MessageBuffer err;
   const attnrt_status status =
-      library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, bytes, &err.message);
-  if (status != ATTNRT_OK) fail("workspace_size", status, err.text);
+      library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, bytes, err.get());
+  if (status != ATTNRT_OK) fail("workspace_size", status, err.text());
   workspace_used_ = *bytes;
   if (desc.device.device_type == kDLCUDA) {
     if (*bytes == 0) return nullptr;
@@ -102,8 +97,8 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
   attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
   exec.workspace = workspace(desc, false, num_threads, &exec.workspace_size);
   MessageBuffer err;
-  const attnrt_status status = library_->api().forward(instance_, &desc, &args, &exec, &err.message);
-  if (status != ATTNRT_OK) fail("forward", status, err.text);
+  const attnrt_status status = library_->api().forward(instance_, &desc, &args, &exec, err.get());
+  if (status != ATTNRT_OK) fail("forward", status, err.text());
 }
 
 void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads, void* stream) {
@@ -117,8 +112,8 @@ void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_
   attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
   exec.workspace = workspace(desc, true, num_threads, &exec.workspace_size);
   MessageBuffer err;
-  const attnrt_status status = library_->api().backward(instance_, &desc, &args, &exec, &err.message);
-  if (status != ATTNRT_OK) fail("backward", status, err.text);
+  const attnrt_status status = library_->api().backward(instance_, &desc, &args, &exec, err.get());
+  if (status != ATTNRT_OK) fail("backward", status, err.text());
 }
 
 }  // namespace attnrt

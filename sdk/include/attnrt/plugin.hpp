@@ -35,6 +35,21 @@ class Error : public std::runtime_error {
   attnrt_status status_;
 };
 
+// A caller-owned attnrt_message with its storage: what a host (or a test) passes to a plugin's
+// functions and reads back. Starts empty; text() is the NUL-terminated message.
+struct MessageBuffer {
+  static constexpr size_t kCapacity = 2048;
+  char data[kCapacity] = {0};
+  attnrt_message message{sizeof(attnrt_message), data, kCapacity};
+
+  MessageBuffer() = default;
+  MessageBuffer(const MessageBuffer&) = delete;  // message.data points into this object
+  MessageBuffer& operator=(const MessageBuffer&) = delete;
+  attnrt_message* get() noexcept { return &message; }
+  const char* text() const noexcept { return data; }
+  bool empty() const noexcept { return data[0] == '\0'; }
+};
+
 inline void write_message(attnrt_message* message, const char* text) noexcept {
   if (message == nullptr || message->data == nullptr || message->capacity == 0) return;
   // Truncation is intended: the caller sized the buffer.
