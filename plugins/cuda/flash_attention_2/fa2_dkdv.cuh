@@ -18,6 +18,7 @@
 #include "fa2_backward_rows.cuh"
 #include "fa2_query_walk.cuh"
 
+#include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>
 
 namespace attnrt::cuda::fa2 {
@@ -44,7 +45,7 @@ struct DkDvTile {
   static_assert(kSmemBytes <= 227 * 1024, "fits sm_90's shared memory per CTA");
 };
 
-template <class T, int HD, bool kDq>
+template <class T, int HD, bool kDq, class Policy>
 __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const AttentionParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // unreachable: the launcher takes dkdv_split_kernel below sm_90
@@ -70,7 +71,8 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
   const int key_w = (warp % 4) * 32;   // this warp's keys, relative to n0
   const int query_w = (warp / 4) * Tile::kSCols;  // its queries in S^T, relative to the step's m0
   const int col_w = (warp / 4) * Tile::kDkDvCols;  // its dK/dV columns
-  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, b, hk, n0, BN);
+  const Policy pol(p, seq);
+  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
   const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
@@ -137,19 +139,19 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     gemm_ss<T, 2, HD, Tile::kSCols, kRow, kRow, S, S>(dp, sV + key_w * S, dO + query_w * S, lane);
     // P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) (times the softcap factor) to shared memory,
     // masked only where the tile crosses a boundary.
-    with_softcap(p, [&](auto cap) {
-      with_flag(tile_needs_mask(p, seq, m0, BM, n0, BN), [&](auto mask) {
-        constexpr bool kCap = decltype(cap)::value, kMask = decltype(mask)::value;
+    pol.with_scores(cur.head, [&](const auto& scores) {
+      with_flag(pol.tile_needs_mask(m0, BM, n0, BN), [&](auto mask) {
+        constexpr bool kMask = decltype(mask)::value;
         // Each query column's lse and D are read once, into registers: the compiler cannot tell
         // the P^T / dS^T stores from these loads, so reading them per element re-read them
         // after every store (4x the shared-memory loads).
-        Span queries[2][2];
+        decltype(pol.col_mask(0, 0)) queries[2][2];
         if constexpr (kMask) {
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-              queries[mt][r] = seeing_queries(p, seq, n0 + key_w + mt * 16 + g + 8 * r).shifted(m0 + query_w + 2 * t);
+              queries[mt][r] = pol.col_mask(cur.head, n0 + key_w + mt * 16 + g + 8 * r).shifted(m0 + query_w + 2 * t);
             }
           }
         }
@@ -165,9 +167,10 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
 #pragma unroll
               for (int c = 0; c < 2; ++c) {
                 const float raw = s[mt][nt][2 * r + c];
-                pr[c] = fast_exp2(score_log2<kCap>(p, raw) - (c ? lse2.y : lse2.x));
+                const int i = m0 + query_w + nt * 8 + 2 * t + c, j = n0 + key_w + mt * 16 + g + 8 * r;
+                pr[c] = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
                 if (kMask && !queries[mt][r].has(nt * 8 + c)) pr[c] = 0.f;
-                ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - (c ? d2.y : d2.x)) * softcap_grad<kCap>(p, raw);
+                ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - (c ? d2.y : d2.x)) * scores.grad(raw, i, j);
               }
               const int at = (key_w + mt * 16 + g + 8 * r) * SP + query_w + nt * 8 + 2 * t;
               *reinterpret_cast<uint32_t*>(sP + at) = pack2<T>(pr[0], pr[1]);

@@ -6,6 +6,7 @@
 #include "fa2_backward_rows.cuh"
 #include "fa2_query_walk.cuh"
 
+#include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>
 
 namespace attnrt::cuda::fa2 {
@@ -31,7 +32,7 @@ struct SplitDkDvTile {
                                        (kDq ? size_t(BN) * kDsStride * 2 : 0);
 };
 
-template <class T, int HD, int BN, int BM, DkDv kMode, bool kDq>
+template <class T, int HD, int BN, int BM, DkDv kMode, bool kDq, class Policy>
 __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
     dkdv_split_kernel(const AttentionParams p) {
   using Tile = SplitDkDvTile<HD, BN, BM, kDq>;
@@ -53,7 +54,8 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, b, hk, n0, BN);
+  const Policy pol(p, seq);
+  const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
   const T* v = head_base<const T>(p, p.v, b, hk, false) + int64_t(n0) * p.v.row_stride;
@@ -102,25 +104,25 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
     for (int i = 0; i < BM / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
     gemm_ss<T, 1, HD, BM, kRow, kRow, S, S>(one_tile(s), sKw, q, lane);
     // P^T (and the softcap factor, kept in s's place until dS^T is formed).
-    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
+    const bool need_mask = pol.tile_needs_mask(m0, BM, n0, BN);
     float capg[kDk ? BM / 8 : 1][4];
-    with_softcap(p, [&](auto cap) {
-      constexpr bool kCap = decltype(cap)::value;
+    pol.with_scores(cur.head, [&](const auto& scores) {
 #pragma unroll
       for (int nt = 0; nt < BM / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = nt * 8 + 2 * t + (e % 2);
           const float raw = s[nt][e];
-          if constexpr (kDk) capg[nt][e] = softcap_grad<kCap>(p, raw);
-          s[nt][e] = fast_exp2(score_log2<kCap>(p, raw) - lse[col]);
+          const int i = m0 + col, j = key_j[e / 2];
+          if constexpr (kDk) capg[nt][e] = scores.grad(raw, i, j);
+          s[nt][e] = fast_exp2(scores.log2(raw, i, j) - lse[col]);
         }
       }
     });
     if (need_mask) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const Span queries = seeing_queries(p, seq, key_j[r]).shifted(m0 + 2 * t);
+        const auto queries = pol.col_mask(cur.head, key_j[r]).shifted(m0 + 2 * t);
 #pragma unroll
         for (int nt = 0; nt < BM / 8; ++nt) {
 #pragma unroll

@@ -4,6 +4,7 @@
 #include "fa2_backward_rows.cuh"
 #include "fa2_query_block.cuh"
 
+#include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>
 
 namespace attnrt::cuda::fa2 {
@@ -17,7 +18,7 @@ struct DqTile {
   static constexpr size_t kSmemBytes = size_t(2 * BM + 4 * BN) * kStride * 2;
 };
 
-template <class T, int HD, int BM, int BN>
+template <class T, int HD, int BM, int BN, class Policy>
 __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const AttentionParams p) {
   using Tile = DqTile<HD, BM, BN>;
   constexpr int S = Tile::kStride;
@@ -27,10 +28,13 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   T* sK = sdO + BM * S;   // [2][BN][S]
   T* sV = sK + 2 * BN * S;  // [2][BN][S]
 
-  const QueryBlock qb = query_block<BM, BN>(p);
+  const QueryBlock qb = query_block<BM>(p);
   if (qb.past_end()) return;
   const Seq& seq = qb.seq;
-  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_lo = qb.keys.lo, nb_hi = qb.keys.hi;
+  const Policy pol(p, seq);
+  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0;
+  const BlockRange keys = pol.key_blocks(m0, BM, BN);
+  const int nb_lo = keys.lo, nb_hi = keys.hi;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   const T* q = head_base<const T>(p, p.q, b, h, true) + int64_t(m0) * p.q.row_stride;
@@ -90,19 +94,19 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
     }
     gemm_ss<T, 1, HD, BN, kRow, kRow, S, S>(one_tile(s), sQw, kt, lane);
     gemm_ss<T, 1, HD, BN, kRow, kRow, S, S>(one_tile(dp), sdOw, vt, lane);
-    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
-    const Span keys[2] = {visible_keys(p, seq, row_i[0]).shifted(n0 + 2 * t),
-                          visible_keys(p, seq, row_i[1]).shifted(n0 + 2 * t)};
-    with_softcap(p, [&](auto cap) {
-      constexpr bool kCap = decltype(cap)::value;
+    const bool need_mask = pol.tile_needs_mask(m0, BM, n0, BN);
+    const auto row_keys0 = pol.row_mask(h, row_i[0]).shifted(n0 + 2 * t);
+    const auto row_keys1 = pol.row_mask(h, row_i[1]).shifted(n0 + 2 * t);
+    pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
       for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float raw = s[nt][e];
-          float pr = fast_exp2(score_log2<kCap>(p, raw) - lse[e / 2]);
-          if (need_mask && !keys[e / 2].has(nt * 8 + e % 2)) pr = 0.f;
-          dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * softcap_grad<kCap>(p, raw);
+          const int i = row_i[e / 2], j = n0 + nt * 8 + 2 * t + e % 2;
+          float pr = fast_exp2(scores.log2(raw, i, j) - lse[e / 2]);
+          if (need_mask && !(e / 2 ? row_keys1 : row_keys0).has(nt * 8 + e % 2)) pr = 0.f;
+          dp[nt][e] = pr * (dp[nt][e] - dd[e / 2]) * scores.grad(raw, i, j);
         }
       }
     });

@@ -4,11 +4,14 @@
 // the visible key blocks of BN keys with the online softmax, so no seqlen x seqlen matrix is
 // ever stored. K and V tiles stream through shared memory with cp.async, each load overlapped
 // with the other product (S = Q K^T while V lands, O += P V while the next K lands), and P is
-// reused from the accumulators as the A operand of P V.
+// reused from the accumulators as the A operand of P V. What happens to the scores between the
+// products (scale, softcap, mask, where each row's softmax starts and ends) is the score
+// policy's (score_policy.cuh).
 #pragma once
 
 #include "fa2_query_block.cuh"
 
+#include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/tile.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>
 
@@ -25,7 +28,7 @@ struct ForwardTile {
   static constexpr size_t kSmemBytes = size_t(BM + 2 * BN) * kStride * 2;
 };
 
-template <class T, int HD, int BM, int BN, int MT>
+template <class T, int HD, int BM, int BN, int MT, class Policy>
 __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     forward_kernel(const AttentionParams p) {
   using Tile = ForwardTile<HD, BM, BN, MT>;
@@ -35,10 +38,13 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   T* sK = sQ + BM * S;
   T* sV = sK + BN * S;
 
-  const QueryBlock qb = query_block<BM, BN>(p);
+  const QueryBlock qb = query_block<BM>(p);
   if (qb.past_end()) return;
   const Seq& seq = qb.seq;
-  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_lo = qb.keys.lo, nb_hi = qb.keys.hi;
+  const Policy pol(p, seq);
+  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0;
+  const BlockRange keys = pol.key_blocks(m0, BM, BN);
+  const int nb_lo = keys.lo, nb_hi = keys.hi;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
 
@@ -62,13 +68,10 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   cp_async_commit();
 
   float o[MT][HD / 8][4];
-  float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int i = 0; i < HD / 8; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = -INFINITY;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
   }
 
   uint32_t qf[Tile::kQInRegs ? MT : 1][Tile::kQInRegs ? HD / 16 : 1][4];
@@ -83,10 +86,17 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
   }
 
-  // Scores stay raw (max taken on q.k, scale folded into the exponent's FFMA) when the scale is
-  // positive and there is no softcap; otherwise they are mapped to the log2 domain first.
-  const bool fold = p.softcap == 0.f && p.softmax_scale > 0.f;
+  // Scores stay raw (max taken on q.k, scale folded into the exponent's FFMA) when the policy's
+  // map is linear with a positive scale; otherwise they are mapped to the log2 domain first.
+  const bool fold = pol.linear();
   const float c = fold ? p.softmax_scale * kLog2e : 1.f;
+  float row_max[MT][2], row_sum[MT][2];
+  const RowStart start = pol.row_start(h, c);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    row_max[mt][0] = row_max[mt][1] = start.max;
+    row_sum[mt][0] = row_sum[mt][1] = start.sum;
+  }
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {
     const int n0 = nb * BN;
@@ -117,15 +127,18 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
     }
 
     // The mask only where the block crosses a boundary; masked scores are -inf in either domain.
-    const bool need_mask = tile_needs_mask(p, seq, m0, BM, n0, BN);
+    const bool need_mask = pol.tile_needs_mask(m0, BM, n0, BN);
     if (!fold) {
-      with_softcap(p, [&](auto cap) {
+      pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
           for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) s[mt][nt][e] = score_log2<decltype(cap)::value>(p, s[mt][nt][e]);
+            for (int e = 0; e < 4; ++e) {
+              const int i = m0 + w0 + mt * 16 + g + 8 * (e / 2), j = n0 + nt * 8 + 2 * t + e % 2;
+              s[mt][nt][e] = scores.log2(s[mt][nt][e], i, j);
+            }
           }
         }
       });
@@ -135,12 +148,12 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
       for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const Span keys = visible_keys(p, seq, m0 + w0 + mt * 16 + g + 8 * r).shifted(n0 + 2 * t);
+          const auto row_keys = pol.row_mask(h, m0 + w0 + mt * 16 + g + 8 * r).shifted(n0 + 2 * t);
 #pragma unroll
           for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              if (!keys.has(nt * 8 + e)) s[mt][nt][2 * r + e] = -INFINITY;
+              if (!row_keys.has(nt * 8 + e)) s[mt][nt][2 * r + e] = -INFINITY;
             }
           }
         }
@@ -226,8 +239,8 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float sum = quad_sum(row_sum[mt][r]);
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const RowEnd end = pol.row_end(row_max[mt][r], quad_sum(row_sum[mt][r]), c);
+      const float inv = end.inv();
       const int row = mt * 16 + g + 8 * r;
 #pragma unroll
       for (int dt = 0; dt < HD / 8; ++dt) {
@@ -235,9 +248,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
             pack2<T>(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
       }
       const int i = m0 + w0 + row;
-      if (p.lse && t == 0 && i < seq.q_len) {
-        p.lse[lse_index(p, seq, h, i)] = sum > 0.f ? row_max[mt][r] * c * kLn2 + logf(sum) : -INFINITY;
-      }
+      if (p.lse && t == 0 && i < seq.q_len) p.lse[lse_index(p, seq, h, i)] = end.lse();
     }
   }
   __syncwarp();

@@ -43,32 +43,32 @@ cudaError_t set_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
-template <class T, int HD>
+template <class T, int HD, class Policy>
 cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
   using Tile = ForwardTile<HD, C::kFwdBM, C::kFwdBN, C::kFwdMT>;
-  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT>;
+  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_q, C::kFwdBM), p.heads_q, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
-template <class T, int HD, bool kDq>
+template <class T, int HD, class Policy, bool kDq>
 cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
   using Tile = DkDvTile<HD, kDq>;
-  auto kernel = dkdv_kernel<T, HD, kDq>;
+  auto kernel = dkdv_kernel<T, HD, kDq, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, Tile::kBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
-template <class T, int HD, DkDv kMode, bool kDq = false>
+template <class T, int HD, class Policy, DkDv kMode, bool kDq = false>
 cudaError_t launch_dkdv_split(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
   using Tile = SplitDkDvTile<HD, C::kSplitBN, C::kSplitBM, kDq>;
-  auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq>;
+  auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, C::kSplitBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
@@ -109,20 +109,20 @@ inline bool wide_dkdv_runs(size_t smem_bytes) {
   return device_has_sm90_smem(smem_bytes);
 }
 
-template <class T, int HD>
+template <class T, int HD, class Policy>
 cudaError_t launch_dkdv_any(const AttentionParams& p, cudaStream_t stream) {
   const bool fused_dq = p.dq_accum != nullptr;
   if constexpr (HD <= 128) {
     if (wide_dkdv_runs(DkDvTile<HD, true>::kSmemBytes)) {
-      return fused_dq ? launch_dkdv<T, HD, true>(p, stream) : launch_dkdv<T, HD, false>(p, stream);
+      return fused_dq ? launch_dkdv<T, HD, Policy, true>(p, stream) : launch_dkdv<T, HD, Policy, false>(p, stream);
     }
   }
-  ATTNRT_CUDA_TRY((launch_dkdv_split<T, HD, DkDv::kDvOnly>(p, stream)));
-  return fused_dq ? launch_dkdv_split<T, HD, DkDv::kDkOnly, true>(p, stream)
-                  : launch_dkdv_split<T, HD, DkDv::kDkOnly>(p, stream);
+  ATTNRT_CUDA_TRY((launch_dkdv_split<T, HD, Policy, DkDv::kDvOnly>(p, stream)));
+  return fused_dq ? launch_dkdv_split<T, HD, Policy, DkDv::kDkOnly, true>(p, stream)
+                  : launch_dkdv_split<T, HD, Policy, DkDv::kDkOnly>(p, stream);
 }
 
-template <class T, int HD>
+template <class T, int HD, class Policy>
 cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
   const bool fused_dq = p.dq_accum != nullptr;
@@ -132,30 +132,35 @@ cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
     ATTNRT_CUDA_TRY(cudaGetLastError());
     if (fused_dq) ATTNRT_CUDA_TRY(cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream));
   }
-  if (p.seqlen_k > 0) ATTNRT_CUDA_TRY((launch_dkdv_any<T, HD>(p, stream)));
+  if (p.seqlen_k > 0) ATTNRT_CUDA_TRY((launch_dkdv_any<T, HD, Policy>(p, stream)));
   if (p.seqlen_q == 0) return cudaSuccess;
   if (fused_dq) {
     dq_convert_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);
     return cudaGetLastError();
   }
   using Tile = DqTile<HD, C::kDqBM, C::kDqBN>;
-  auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN>;
+  auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   kernel<<<dim3(ceil_div(p.seqlen_q, C::kDqBM), p.heads_q, p.batch), Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
+template <class Policy, int HD>
+cudaError_t run_forward(const AttentionParams& p, bool bf16, cudaStream_t stream) {
+  return bf16 ? forward<__nv_bfloat16, HD, Policy>(p, stream) : forward<__half, HD, Policy>(p, stream);
+}
+
+template <class Policy, int HD>
+cudaError_t run_backward(const AttentionParams& p, bool bf16, cudaStream_t stream) {
+  return bf16 ? backward<__nv_bfloat16, HD, Policy>(p, stream) : backward<__half, HD, Policy>(p, stream);
+}
+
 }  // namespace attnrt::cuda::fa2
 
-// Defines run_forward<HD> / run_backward<HD> for fp16 and bf16 in the including .cu file.
-#define ATTNRT_FA2_INSTANTIATE(HD)                                                                          \
-  namespace attnrt::cuda::fa2 {                                                                             \
-  template <>                                                                                               \
-  cudaError_t run_forward<HD>(const AttentionParams& p, bool bf16, cudaStream_t stream) {                   \
-    return bf16 ? forward<__nv_bfloat16, HD>(p, stream) : forward<__half, HD>(p, stream);                   \
-  }                                                                                                         \
-  template <>                                                                                               \
-  cudaError_t run_backward<HD>(const AttentionParams& p, bool bf16, cudaStream_t stream) {                  \
-    return bf16 ? backward<__nv_bfloat16, HD>(p, stream) : backward<__half, HD>(p, stream);                 \
-  }                                                                                                         \
-  }
+// Instantiates run_forward / run_backward of (Policy, HD) for fp16 and bf16 in the including .cu
+// file: one translation unit per instantiation, so the build compiles them in parallel.
+#define ATTNRT_FA2_INSTANTIATE(Policy, HD)                                                               \
+  template cudaError_t attnrt::cuda::fa2::run_forward<Policy, HD>(const attnrt::cuda::AttentionParams&, bool, \
+                                                                  cudaStream_t);                          \
+  template cudaError_t attnrt::cuda::fa2::run_backward<Policy, HD>(const attnrt::cuda::AttentionParams&, bool, \
+                                                                   cudaStream_t);

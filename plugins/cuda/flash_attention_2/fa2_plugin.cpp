@@ -1,5 +1,5 @@
 // The flash_attention_2 plugin: FlashAttention-2 (Dao 2023) on CUDA tensor cores (mma.sync,
-// sm_80 and newer), fp16 and bf16, head_dim 32/64/96/128/192/256, GQA/MQA, bottom-right causal,
+// sm_80 and newer), fp16 and bf16, head_dim 32/64/96/128/192/256 (the build's list), GQA/MQA, bottom-right causal,
 // sliding window, softcap, varlen, LSE; forward and backward: FlashAttention-2's single pass with
 // dQ accumulated by fp32 atomics, or, when the call asks to be deterministic, a second dQ pass
 // so that every output has one writer (fa2_backward.cuh). Anything else is refused by the
@@ -9,15 +9,17 @@
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
+#include <attnrt_cuda/head_dims.hpp>
 #include <attnrt_cuda/make_params.hpp>
 
 #include <string>
-#include <type_traits>
 
 namespace attnrt::plugins::fa2 {
 namespace {
 
 using cuda::AttentionParams;
+// The compiled head dims, from the build's one list (CMakeLists.txt).
+using HeadDims = cuda::HeadDims<ATTNRT_FA2_HEAD_DIMS>;
 
 constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes
 
@@ -36,8 +38,8 @@ class FlashAttention2Plugin {
     c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
                  ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
                  ATTNRT_FEATURE_DETERMINISTIC;
-    c.min_head_dim = 32;
-    c.max_head_dim = 256;
+    c.min_head_dim = HeadDims::kMin;
+    c.max_head_dim = HeadDims::kMax;
     c.min_cuda_arch = 80;
     return c;
   }
@@ -48,12 +50,7 @@ class FlashAttention2Plugin {
     sdk::check_desc(d);
     static const attnrt_capabilities caps = capabilities();
     if (std::string gap = sdk::capability_gap(caps, d); !gap.empty()) return gap;
-    switch (d.head_dim) {
-      case 32: case 64: case 96: case 128: case 192: case 256: break;
-      default:
-        return "head_dim " + std::to_string(d.head_dim) + " is not one of the compiled 32, 64, 96, 128, 192, 256";
-    }
-    return "";
+    return HeadDims::gap(d.head_dim);
   }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
@@ -68,8 +65,8 @@ class FlashAttention2Plugin {
     cuda::use_device(d);
     const AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
-    dispatch(d, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_forward<decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 forward");
+    HeadDims::dispatch(d.head_dim, [&](auto hd) {
+      cuda::check_cuda(cuda::fa2::run_forward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 forward");
     });
   }
 
@@ -83,8 +80,8 @@ class FlashAttention2Plugin {
     p.softmax_d = reinterpret_cast<float*>(ws);
     if (!d.deterministic) p.dq_accum = reinterpret_cast<float*>(ws + dq_accum_offset(d));
     if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) return;
-    dispatch(d, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_backward<decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 backward");
+    HeadDims::dispatch(d.head_dim, [&](auto hd) {
+      cuda::check_cuda(cuda::fa2::run_backward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 backward");
     });
   }
 
@@ -102,19 +99,6 @@ class FlashAttention2Plugin {
     return (rows(d) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
   }
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
-
-  template <class Fn>
-  static void dispatch(const attnrt_attention_desc& d, Fn&& fn) {
-    switch (d.head_dim) {
-      case 32: return fn(std::integral_constant<int, 32>{});
-      case 64: return fn(std::integral_constant<int, 64>{});
-      case 96: return fn(std::integral_constant<int, 96>{});
-      case 128: return fn(std::integral_constant<int, 128>{});
-      case 192: return fn(std::integral_constant<int, 192>{});
-      case 256: return fn(std::integral_constant<int, 256>{});
-    }
-    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "head_dim " + std::to_string(d.head_dim) + " is not compiled");
-  }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // What the two dK/dV kernels share: the (q head, query block) steps one CTA of a key block walks
-// (every block of BM queries that sees the keys, of every q head of the kv head's GQA group,
-// head-major), the loads of a step's Q and dO tiles, and its rows' lse and D.
+// (every block of BM queries that sees the keys, as the score policy's query_blocks gives them,
+// of every q head of the kv head's GQA group, head-major), the loads of a step's Q and dO
+// tiles, and its rows' lse and D.
 #pragma once
 
 #include <attnrt_cuda/tile.cuh>
@@ -28,10 +29,10 @@ struct QueryWalk {
   const T* q = nullptr;     // (token 0, head 0) of the sequence
   const T* dout = nullptr;
 
-  __device__ QueryWalk(const AttentionParams& params, const Seq& s, int batch, int kv_head, int n0, int keys)
+  // `qb`: the blocks of BM queries that see the CTA's keys.
+  __device__ QueryWalk(const AttentionParams& params, const Seq& s, BlockRange qb, int batch, int kv_head)
       : p(params), seq(s) {
     const int group = p.heads_q / p.heads_kv;
-    const BlockRange qb = seeing_query_blocks(p, seq, n0, keys, BM);
     m_lo = qb.lo * BM;
     m_hi = qb.hi * BM;
     steps = (qb.hi - qb.lo) * group;

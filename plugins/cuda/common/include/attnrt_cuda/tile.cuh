@@ -8,7 +8,6 @@
 #include <attnrt_cuda/params.hpp>
 #include <attnrt_cuda/warp_mma.cuh>
 
-#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -99,11 +98,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// The ABI's mask rule as one interval per row: query i (of a sequence) sees key j iff
-// j < k_len, j <= i + diag + window_right (when >= 0) and j >= i + diag - window_left (when >= 0).
-// visible_keys gives the keys [lo, hi) query i sees, seeing_queries the queries [lo, hi) that see
-// key j. Kernels test a tile's elements against their row's interval (two compares with
-// compile-time offsets) instead of evaluating the rule per element.
+// An interval [lo, hi) of keys (or queries) that one row (or key) sees: the standard policy's
+// element mask (score_policy.cuh). has() after shifted(base) tests base + c with two compares.
 struct Span {
   int lo, hi;
   // Whether lo <= base + c < hi, with the interval pre-shifted by base (see shifted()).
@@ -111,79 +107,16 @@ struct Span {
   __device__ __forceinline__ Span shifted(int base) const { return {lo - base, hi - base}; }
 };
 
-__device__ __forceinline__ Span visible_keys(const AttentionParams& p, const Seq& s, int i) {
-  int lo = 0, hi = s.k_len;
-  if (p.window_right >= 0) hi = min(hi, i + s.diag + p.window_right + 1);
-  if (p.window_left >= 0) lo = max(lo, i + s.diag - p.window_left);
-  return {lo, hi};
-}
-
-__device__ __forceinline__ Span seeing_queries(const AttentionParams& p, const Seq& s, int j) {
-  if (j >= s.k_len) return {0, 0};
-  int lo = 0, hi = INT_MAX;
-  if (p.window_right >= 0) lo = max(lo, j - s.diag - p.window_right);
-  if (p.window_left >= 0) hi = j - s.diag + p.window_left + 1;
-  return {lo, hi};
-}
-
-// Blocks [lo, hi) of `block` keys that any query in [m0, m0 + rows) can see (empty: lo == hi).
+// Blocks [lo, hi) of a walk (empty: lo == hi).
 struct BlockRange {
   int lo, hi;
 };
-
-__device__ __forceinline__ BlockRange visible_key_blocks(const AttentionParams& p, const Seq& s, int m0, int rows,
-                                                         int block) {
-  int n_lo = 0, n_hi = s.k_len;
-  if (p.window_right >= 0) n_hi = min(n_hi, m0 + rows - 1 + s.diag + p.window_right + 1);
-  if (p.window_left >= 0) n_lo = max(0, m0 + s.diag - p.window_left);
-  const int lo = n_lo / block;
-  return {lo, n_hi > n_lo ? ceil_div(n_hi, block) : lo};
-}
-
-// Blocks of `block` queries that see any key in [n0, n0 + keys): the transpose of the above.
-__device__ __forceinline__ BlockRange seeing_query_blocks(const AttentionParams& p, const Seq& s, int n0, int keys,
-                                                          int block) {
-  int i_lo = 0, i_hi = s.q_len;
-  if (p.window_right >= 0) i_lo = max(0, n0 - s.diag - p.window_right);
-  if (p.window_left >= 0) i_hi = min(i_hi, n0 + keys - 1 - s.diag + p.window_left + 1);
-  const int lo = i_lo / block;
-  return {lo, i_hi > i_lo ? ceil_div(i_hi, block) : lo};
-}
-
-// Whether the tile of queries [m0, m0 + rows) x keys [n0, n0 + keys) crosses a mask boundary
-// (sequence end, causal/window diagonal); tiles that do not skip the per-element test.
-__device__ __forceinline__ bool tile_needs_mask(const AttentionParams& p, const Seq& s, int m0, int rows, int n0,
-                                                int keys) {
-  return n0 + keys > s.k_len || (p.window_right >= 0 && n0 + keys - 1 > m0 + s.diag + p.window_right) ||
-         (p.window_left >= 0 && n0 < m0 + rows - 1 + s.diag - p.window_left);
-}
-
-// A raw q.k product as a log2-domain score: scale, then softcap (Gemma 2's cap * tanh(s / cap)).
-// kCap is p.softcap > 0, decided once per tile by with_softcap() rather than per element.
-template <bool kCap>
-__device__ __forceinline__ float score_log2(const AttentionParams& p, float raw) {
-  if constexpr (kCap) return p.softcap * kLog2e * tanhf(raw * (p.softmax_scale / p.softcap));
-  return raw * (p.softmax_scale * kLog2e);
-}
-
-// d(score)/d(raw) / softmax_scale at a raw product: 1 - tanh^2 with softcap, else 1.
-template <bool kCap>
-__device__ __forceinline__ float softcap_grad(const AttentionParams& p, float raw) {
-  if constexpr (!kCap) return 1.0f;
-  const float t = tanhf(raw * (p.softmax_scale / p.softcap));
-  return 1.0f - t * t;
-}
 
 // Calls fn(std::bool_constant<flag>{}): one branch per tile instead of one per element.
 template <class Fn>
 __device__ __forceinline__ void with_flag(bool flag, Fn&& fn) {
   if (flag) fn(std::true_type{});
   else fn(std::false_type{});
-}
-
-template <class Fn>
-__device__ __forceinline__ void with_softcap(const AttentionParams& p, Fn&& fn) {
-  with_flag(p.softcap > 0, fn);
 }
 
 // Writes accumulator row r (0: row g, 1: row g + 8) of N8 n8 tiles, times `scale`, as pairs of T

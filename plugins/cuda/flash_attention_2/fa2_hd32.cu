@@ -1,4 +1,0 @@
-// flash_attention_2 kernels for head_dim 32 (fp16 and bf16).
-#include "fa2_launch.cuh"
-
-ATTNRT_FA2_INSTANTIATE(32)
