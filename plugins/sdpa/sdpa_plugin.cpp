@@ -3,6 +3,7 @@
 // cannot run.
 #include "sdpa_kernels.hpp"
 
+#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_kernels/threads.hpp>
@@ -38,31 +39,18 @@ class SdpaPlugin {
   static constexpr const char* kDescription =
       "tiled online softmax on the CPU (FlashAttention-2's algorithm), O(seqlen) memory, multithreaded";
 
-  static attnrt_capabilities capabilities() {
-    attnrt_capabilities c{};
-    c.struct_size = sizeof c;
-    c.devices = ATTNRT_DEVICE_BIT_CPU;
-    c.dtypes = ATTNRT_DTYPE_BIT_FP32 | ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16;
-    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                 ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_ALIBI |
-                 ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_PAGED_KV | ATTNRT_FEATURE_LSE |
-                 ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V;
-    c.min_head_dim = 1;
-    c.max_head_dim = static_cast<int32_t>(kernels::kMaxTileHeadDim);
-    return c;
-  }
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
+      .devices = ATTNRT_DEVICE_BIT_CPU,
+      .dtypes = kernels::kReferenceDtypes,
+      .features = kernels::kReferenceFeatures,
+      .max_head_dim = static_cast<int32_t>(kernels::kMaxTileHeadDim)});
 
   explicit SdpaPlugin(const attnrt_host_info& /*host*/) : cpu_gap_(cpu_gap()) {}
 
-  std::string supports(const attnrt_attention_desc& d) const {
-    sdk::check_desc(d);
-    static const attnrt_capabilities caps = capabilities();
-    if (std::string gap = sdk::capability_gap(caps, d); !gap.empty()) return gap;
-    return cpu_gap_;
-  }
+  // Beyond the capabilities: the kernels need x86-64-v3 (AVX2, FMA, F16C), checked once.
+  std::string supports(const attnrt_attention_desc& /*d*/) const { return cpu_gap_; }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {
-    sdk::check_desc(d);
     const size_t threads = static_cast<size_t>(kernels::resolve_threads(num_threads));
     if (!backward) return sizeof(float) * (threads * forward_floats_per_thread(d) + forward_floats_shared(d));
     // Without the q tensor, size the shared part for the largest packed length the descriptor
@@ -72,16 +60,12 @@ class SdpaPlugin {
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
-    sdk::check_forward(d, a);
-    sdk::require_supported(supports(d));
     const int threads = kernels::resolve_threads(e.num_threads);
     sdk::require_workspace(e, workspace_size(d, false, threads), threads);
     sdpa::forward(kernels::make_forward_problem(d, a), static_cast<float*>(e.workspace), threads);
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
-    sdk::check_backward(d, a);
-    sdk::require_supported(supports(d));
     if (d.is_paged) {
       throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "backward through a paged KV cache is not supported");
     }

@@ -16,6 +16,13 @@ size_t attnrt_test_c_layout(int which) {
     case 6: return offsetof(attnrt_attention_desc, device);
     case 7: return offsetof(attnrt_plugin_api, backward);
     case 8: return offsetof(attnrt_attention_desc, return_lse);
+    case 9: return offsetof(attnrt_attention_desc, extensions);
+    case 10: return sizeof(attnrt_extension);
+    case 11: return offsetof(attnrt_extension, next);
+    case 12: return ATTNRT_ATTENTION_DESC_SIZE_V1_0;
+    case 13: return ATTNRT_ATTENTION_DESC_SIZE_V1_1;
+    case 14: return ATTNRT_EXEC_SIZE_V1_0;
+    case 15: return ATTNRT_ABI_VERSION_MINOR;
     default: return 0;
   }
 }

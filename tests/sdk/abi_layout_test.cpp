@@ -1,5 +1,7 @@
-// Pins the ABI 1.0 layout (x86-64 / aarch64 LP64): a change here is a breaking change and needs
-// ATTNRT_ABI_VERSION_MAJOR to move, or fields appended at the end with the minor bumped.
+// Pins the ABI 1.x layout (x86-64 / aarch64 LP64): a change here is a breaking change and needs
+// ATTNRT_ABI_VERSION_MAJOR to move, or fields appended at the end with the minor bumped
+// (sdk/ABI_CHANGELOG.md). The numbers are written out, not computed, so they cannot follow a
+// change of the header; plugin_abi.h asserts the same values at compile time.
 #include <attnrt/plugin_abi.h>
 
 #include <gtest/gtest.h>
@@ -31,7 +33,7 @@ TEST(AbiLayout, FrozenHeadOfTheFunctionTable) {
 TEST(AbiLayout, Version1Sizes) {
   EXPECT_EQ(sizeof(attnrt_message), 24u);
   EXPECT_EQ(sizeof(attnrt_capabilities), 40u);
-  EXPECT_EQ(sizeof(attnrt_attention_desc), 120u);
+  EXPECT_EQ(sizeof(attnrt_attention_desc), 128u);  // 1.0: 120, 1.1: + extensions
   EXPECT_EQ(sizeof(attnrt_exec), 40u);
   EXPECT_EQ(sizeof(attnrt_forward_args), 96u);
   EXPECT_EQ(sizeof(attnrt_backward_args), 136u);
@@ -63,6 +65,13 @@ TEST(AbiLayout, CAndCxxAgree) {
   EXPECT_EQ(attnrt_test_c_layout(6), offsetof(attnrt_attention_desc, device));
   EXPECT_EQ(attnrt_test_c_layout(7), offsetof(attnrt_plugin_api, backward));
   EXPECT_EQ(attnrt_test_c_layout(8), offsetof(attnrt_attention_desc, return_lse));
+  EXPECT_EQ(attnrt_test_c_layout(9), offsetof(attnrt_attention_desc, extensions));
+  EXPECT_EQ(attnrt_test_c_layout(10), sizeof(attnrt_extension));
+  EXPECT_EQ(attnrt_test_c_layout(11), offsetof(attnrt_extension, next));
+  EXPECT_EQ(attnrt_test_c_layout(12), static_cast<size_t>(ATTNRT_ATTENTION_DESC_SIZE_V1_0));
+  EXPECT_EQ(attnrt_test_c_layout(13), static_cast<size_t>(ATTNRT_ATTENTION_DESC_SIZE_V1_1));
+  EXPECT_EQ(attnrt_test_c_layout(14), static_cast<size_t>(ATTNRT_EXEC_SIZE_V1_0));
+  EXPECT_EQ(attnrt_test_c_layout(15), static_cast<size_t>(ATTNRT_ABI_VERSION_MINOR));
 }
 
 TEST(AbiLayout, HasFieldReadsStructSize) {
@@ -70,6 +79,63 @@ TEST(AbiLayout, HasFieldReadsStructSize) {
   d.struct_size = ATTNRT_STRUCT_SIZE(attnrt_attention_desc, return_lse);
   EXPECT_TRUE(ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, return_lse));
   EXPECT_FALSE(ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, device));
+}
+
+// ---------------------------------------------------------------- ABI 1.1
+
+TEST(AbiLayout, VersionIsOnePointOne) {
+  EXPECT_EQ(ATTNRT_ABI_VERSION_MAJOR, 1);
+  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 1);
+}
+
+TEST(AbiLayout, NamedSizesPerVersion) {
+  // What a 1.0 writer sent: unchanged by 1.1 (the 1.0 descriptor was 120 bytes).
+  EXPECT_EQ(ATTNRT_PLUGIN_API_HEAD_SIZE, 16u);
+  EXPECT_EQ(ATTNRT_MESSAGE_SIZE_V1_0, 24u);
+  EXPECT_EQ(ATTNRT_CAPABILITIES_SIZE_V1_0, 40u);
+  EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_0, 120u);
+  EXPECT_EQ(ATTNRT_EXEC_SIZE_V1_0, 36u);  // sizeof is 40: tail padding after num_threads
+  EXPECT_EQ(ATTNRT_FORWARD_ARGS_SIZE_V1_0, 96u);
+  EXPECT_EQ(ATTNRT_BACKWARD_ARGS_SIZE_V1_0, 136u);
+  EXPECT_EQ(ATTNRT_HOST_INFO_SIZE_V1_0, 32u);
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_0, 96u);
+  // 1.1
+  EXPECT_EQ(ATTNRT_EXTENSION_SIZE_V1_1, 24u);
+  EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, 128u);
+  // The newest size of each struct is its sizeof: nothing was added without a named size.
+  EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, sizeof(attnrt_attention_desc));
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_0, sizeof(attnrt_plugin_api));
+  EXPECT_EQ(ATTNRT_CAPABILITIES_SIZE_V1_0, sizeof(attnrt_capabilities));
+  EXPECT_EQ(ATTNRT_FORWARD_ARGS_SIZE_V1_0, sizeof(attnrt_forward_args));
+  EXPECT_EQ(ATTNRT_BACKWARD_ARGS_SIZE_V1_0, sizeof(attnrt_backward_args));
+  EXPECT_EQ(ATTNRT_HOST_INFO_SIZE_V1_0, sizeof(attnrt_host_info));
+  EXPECT_EQ(ATTNRT_MESSAGE_SIZE_V1_0, sizeof(attnrt_message));
+  EXPECT_EQ(ATTNRT_EXTENSION_SIZE_V1_1, sizeof(attnrt_extension));
+  EXPECT_EQ((ATTNRT_EXEC_SIZE_V1_0 + 7) / 8 * 8, sizeof(attnrt_exec));
+}
+
+TEST(AbiLayout, ExtensionHeaderAndDescriptorField) {
+  EXPECT_EQ(offsetof(attnrt_extension, struct_size), 0u);
+  EXPECT_EQ(offsetof(attnrt_extension, type), 8u);
+  EXPECT_EQ(offsetof(attnrt_extension, flags), 12u);
+  EXPECT_EQ(offsetof(attnrt_extension, next), 16u);
+  EXPECT_EQ(sizeof(attnrt_extension), 24u);
+  // Appended after the whole 1.0 descriptor: no 1.0 writer's struct_size can claim it.
+  EXPECT_EQ(offsetof(attnrt_attention_desc, extensions), 120u);
+  EXPECT_EQ(offsetof(attnrt_attention_desc, cuda_arch), 116u);  // 1.0 fields did not move
+  EXPECT_EQ(static_cast<uint32_t>(ATTNRT_EXTENSION_OPTIONAL), 1u);
+  EXPECT_EQ(static_cast<uint32_t>(ATTNRT_EXTENSION_TYPE_NONE), 0u);
+  EXPECT_EQ(ATTNRT_EXTENSION_TYPE_VENDOR_FIRST, 0x80000000u);
+  EXPECT_EQ(ATTNRT_EXTENSION_CHAIN_MAX, 64);
+}
+
+TEST(AbiLayout, HasFieldTellsA10DescriptorFromA11One) {
+  attnrt_attention_desc d{};
+  d.struct_size = 120;  // what an ABI 1.0 host sends
+  EXPECT_TRUE(ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, cuda_arch));
+  EXPECT_FALSE(ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, extensions));
+  d.struct_size = 128;
+  EXPECT_TRUE(ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, extensions));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // The SDK's C++ helper: a class becomes a C function table, and no exception crosses it.
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 
@@ -17,7 +18,8 @@ class Probe {
   static constexpr const char* kVersion = "1.2.3";
   static constexpr const char* kDescription = "helper test plugin";
   static attnrt_capabilities capabilities() {
-    return {sizeof(attnrt_capabilities), ATTNRT_DEVICE_BIT_CPU, ATTNRT_DTYPE_BIT_FP32, ATTNRT_FEATURE_CAUSAL, 1, 128, 0, 0};
+    return {sizeof(attnrt_capabilities), ATTNRT_DEVICE_BIT_CPU, ATTNRT_DTYPE_BIT_FP32,
+            ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_LSE, 1, 128, 0, 0};
   }
   explicit Probe(const attnrt_host_info& host) {
     if (host.host_abi_major != ATTNRT_ABI_VERSION_MAJOR) throw std::runtime_error("wrong host");
@@ -61,20 +63,54 @@ TEST_F(PluginHelper, FillsTheTable) {
   EXPECT_EQ(api_->backward, nullptr) << "a class without backward() must leave the entry NULL";
 }
 
+// A valid fp32 call the probe's capabilities cover (head_dim 64, no causal mask).
+attnrt::Workload probe_call() {
+  attnrt::WorkloadSpec spec;
+  spec.batch = 1;
+  spec.seqlen_q = spec.seqlen_k = 8;
+  spec.heads_q = spec.heads_kv = 2;
+  spec.head_dim = spec.head_dim_v = 64;
+  spec.dtype = ATTNRT_DTYPE_FP32;
+  return attnrt::make_workload(spec);
+}
+
 TEST_F(PluginHelper, SupportsReturnsTheReason) {
-  attnrt_attention_desc d{};
-  d.head_dim = 64;
+  attnrt::Workload w = probe_call();
+  attnrt_attention_desc& d = w.desc;
   Msg why;
-  EXPECT_EQ(api_->supports(instance_, &d, &why.m), ATTNRT_OK);
-  d.head_dim = 320;
+  EXPECT_EQ(api_->supports(instance_, &d, &why.m), ATTNRT_OK) << why.text;
+  d.head_dim = d.head_dim_v = 320;  // outside the capabilities: refused before the class is asked
   EXPECT_EQ(api_->supports(instance_, &d, &why.m), ATTNRT_ERROR_UNSUPPORTED);
   EXPECT_STREQ(why.text, "head_dim 320 > 128");
+  d.head_dim = d.head_dim_v = 64;
+  d.softcap = 30.0f;  // a feature the capabilities lack, which the class's supports() never checks
+  EXPECT_EQ(api_->supports(instance_, &d, &why.m), ATTNRT_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(why.text, "softcap is not supported");
+  d.softcap = 0.0f;
+  d.heads_q = 0;  // malformed: an argument error, not a refusal
+  EXPECT_EQ(api_->supports(instance_, &d, &why.m), ATTNRT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(PluginHelper, ForwardIsGatedLikeSupports) {
+  attnrt::Workload w = probe_call();
+  const attnrt_forward_args a = w.forward_args();
+  attnrt_exec e{sizeof(attnrt_exec), nullptr, nullptr, 0, 1};
+  Msg err;
+  w.desc.softcap = 30.0f;  // the class would compute without it: the adapter refuses first
+  EXPECT_EQ(api_->forward(instance_, &w.desc, &a, &e, &err.m), ATTNRT_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(err.text, "softcap is not supported");
+  w.desc.softcap = 0.0f;
+  attnrt_forward_args no_q = a;
+  no_q.q = nullptr;  // every tensor is validated before the class sees the call
+  EXPECT_EQ(api_->forward(instance_, &w.desc, &no_q, &e, &err.m), ATTNRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.text).find("q: required tensor is NULL"), std::string::npos) << err.text;
 }
 
 TEST_F(PluginHelper, ExceptionsBecomeStatuses) {
-  attnrt_attention_desc d{};
-  attnrt_forward_args a{};
-  attnrt_exec e{};
+  attnrt::Workload w = probe_call();
+  const attnrt_attention_desc& d = w.desc;
+  const attnrt_forward_args a = w.forward_args();
+  attnrt_exec e{sizeof(attnrt_exec), nullptr, nullptr, 0, 1};
   const std::pair<attnrt_status, const char*> expected[] = {
       {ATTNRT_OK, ""},
       {ATTNRT_ERROR_UNSUPPORTED, "no can do"},

@@ -10,6 +10,7 @@
 // and dispatch; eager_cuda_forward.cpp and eager_cuda_backward.cpp hold the two passes.
 #include "eager_cuda_call.hpp"
 
+#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
@@ -29,47 +30,28 @@ class EagerCudaPlugin {
   static constexpr const char* kDescription =
       "materialized scores on CUDA (cuBLAS products, softmax kernel): the GPU's readable baseline";
 
-  static attnrt_capabilities capabilities() {
-    attnrt_capabilities c{};
-    c.struct_size = sizeof c;
-    c.devices = ATTNRT_DEVICE_BIT_CUDA;
-    c.dtypes = ATTNRT_DTYPE_BIT_FP32 | ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16;
-    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                 ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_ALIBI | ATTNRT_FEATURE_VARLEN |
-                 ATTNRT_FEATURE_PAGED_KV | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
-                 ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V;
-    c.min_head_dim = 1;
-    c.max_head_dim = 1024;
-    c.min_cuda_arch = 50;
-    return c;
-  }
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
+      .devices = ATTNRT_DEVICE_BIT_CUDA,
+      .dtypes = kernels::kReferenceDtypes,
+      .features = kernels::kReferenceFeatures,
+      .max_head_dim = 1024,
+      .min_cuda_arch = 50});
 
-  explicit EagerCudaPlugin(const attnrt_host_info& /*host*/) {}
   ~EagerCudaPlugin() {
     if (handle_) cublasDestroy(handle_);
   }
 
-  std::string supports(const attnrt_attention_desc& d) const {
-    sdk::check_desc(d);
-    static const attnrt_capabilities caps = capabilities();
-    return sdk::capability_gap(caps, d);
-  }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
-    sdk::check_desc(d);
     return Layout(d, backward).total;
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
-    sdk::check_forward(d, a);
-    sdk::require_supported(supports(d));
     std::lock_guard<std::mutex> lock(mutex_);  // one cuBLAS handle per instance
     prepare(d, e, false).forward(d, a);
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
-    sdk::check_backward(d, a);
-    sdk::require_supported(supports(d));
     if (d.is_paged) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "backward through a paged KV cache is not supported");
     std::lock_guard<std::mutex> lock(mutex_);
     prepare(d, e, true).backward(d, a);

@@ -30,38 +30,25 @@ class FlashAttention2Plugin {
   static constexpr const char* kDescription =
       "FlashAttention-2 on CUDA tensor cores (mma.sync, sm_80+): tiled online softmax, fp16/bf16";
 
-  static attnrt_capabilities capabilities() {
-    attnrt_capabilities c{};
-    c.struct_size = sizeof c;
-    c.devices = ATTNRT_DEVICE_BIT_CUDA;
-    c.dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16;
-    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                 ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
-                 ATTNRT_FEATURE_DETERMINISTIC;
-    c.min_head_dim = HeadDims::kMin;
-    c.max_head_dim = HeadDims::kMax;
-    c.min_cuda_arch = 80;
-    return c;
-  }
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
+      .devices = ATTNRT_DEVICE_BIT_CUDA,
+      .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+      .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC,
+      .min_head_dim = HeadDims::kMin,
+      .max_head_dim = HeadDims::kMax,
+      .min_cuda_arch = 80});
 
-  explicit FlashAttention2Plugin(const attnrt_host_info& /*host*/) {}
 
   std::string supports(const attnrt_attention_desc& d) const {
-    sdk::check_desc(d);
-    static const attnrt_capabilities caps = capabilities();
-    if (std::string gap = sdk::capability_gap(caps, d); !gap.empty()) return gap;
     return HeadDims::gap(d.head_dim);
   }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
-    sdk::check_desc(d);
     if (!backward) return 0;
     return dq_accum_offset(d) + (d.deterministic ? 0 : rows(d) * size_t(d.head_dim) * sizeof(float));
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
-    sdk::check_forward(d, a);
-    sdk::require_supported(supports(d));
     cuda::use_device(d);
     const AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
@@ -71,8 +58,6 @@ class FlashAttention2Plugin {
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
-    sdk::check_backward(d, a);
-    sdk::require_supported(supports(d));
     sdk::require_workspace(e, workspace_size(d, true, 0), 0);
     cuda::use_device(d);
     AttentionParams p = cuda::make_params(d, a, kRowAlignment);

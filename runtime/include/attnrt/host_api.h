@@ -3,6 +3,26 @@
  * configuration, resolve an attention site to a backend, and call it. Plain C99; tensors are
  * DLPack DLTensors as in plugin_abi.h. Every function returns a status and, on failure,
  * writes a message into the caller's buffer. Handles are released by the matching function.
+ *
+ * Statuses (attnrt_status, plugin_abi.h) as a host sees them. A failing call writes a
+ * NUL-terminated message saying what failed into `error` (when it is non-NULL with a nonzero
+ * capacity; truncated to it); a successful one leaves `error` untouched. A status a plugin
+ * returns reaches the host unchanged, its message prefixed with the plugin's name and the call.
+ *  ATTNRT_ERROR_INVALID_ARGUMENT  fix the input: a NULL pointer argument (named), a malformed
+ *                                 configuration file or override (file:line:column or the
+ *                                 override text), a file or plugin path that does not exist, an
+ *                                 unknown site, a tensor or descriptor field (named).
+ *  ATTNRT_ERROR_UNSUPPORTED       well-formed, but cannot be honoured here: resolution found no
+ *                                 backend (strict, or every candidate refused: the message lists
+ *                                 each reason), backward asked of a backend that has none, a
+ *                                 library that is no usable plugin of this runtime (not loadable,
+ *                                 no entry point, another ABI major), or the plugin's own refusal.
+ *  ATTNRT_ERROR_DEVICE            the device or its driver failed (CUDA error text), or the
+ *                                 configured device is not available here (no CUDA, no cuda:N).
+ *  ATTNRT_ERROR_OUT_OF_MEMORY     device memory (CUDA_ERROR_OUT_OF_MEMORY), host memory or a
+ *                                 workspace ran out: a smaller call may succeed.
+ *  ATTNRT_ERROR_INTERNAL          a bug in libattnrt or in the plugin (any other exception, or an
+ *                                 unknown status from a plugin): report it with the message.
  */
 #ifndef ATTNRT_HOST_API_H_
 #define ATTNRT_HOST_API_H_

@@ -1,10 +1,13 @@
 // The C host API over attnrt::Runtime. No exception crosses it.
 #include <attnrt/host_api.h>
 #include <attnrt/plugin.hpp>
+#include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
 
 #include <memory>
+#include <new>
+#include <string>
 
 struct attnrt_runtime {
   std::unique_ptr<attnrt::Runtime> runtime;
@@ -17,17 +20,41 @@ struct attnrt_backend_handle {
 
 namespace {
 
+// Writes the message (never empty: the status's name stands in for a blank one) and returns
+// the status.
+attnrt_status fail(attnrt_message* error, attnrt_status status, const char* message) noexcept {
+  attnrt::sdk::write_message(error, message[0] ? message : attnrt::status_name(status));
+  return status;
+}
+
+// A NULL pointer argument: INVALID_ARGUMENT naming the function and the argument.
+attnrt_status null_argument(attnrt_message* error, const char* function, const char* argument) noexcept {
+  try {
+    return fail(error, ATTNRT_ERROR_INVALID_ARGUMENT,
+                (std::string(function) + ": " + argument + " must not be NULL").c_str());
+  } catch (...) {
+    return fail(error, ATTNRT_ERROR_INVALID_ARGUMENT, "a pointer argument is NULL");
+  }
+}
+
+// Runs fn; an exception becomes its status (host_api.h says what each means) and its message.
 template <class Fn>
-attnrt_status guard(attnrt_message* error, attnrt_status on_error, Fn&& fn) noexcept {
+attnrt_status guard(attnrt_message* error, Fn&& fn) noexcept {
   try {
     fn();
     return ATTNRT_OK;
+  } catch (const attnrt::Error& e) {
+    return fail(error, e.status(), e.what());
+  } catch (const attnrt::sdk::Error& e) {
+    const attnrt_status s = e.status();  // OK, or a value outside the enum, is no failure's status
+    return fail(error, s >= ATTNRT_ERROR_INVALID_ARGUMENT && s <= ATTNRT_ERROR_INTERNAL ? s : ATTNRT_ERROR_INTERNAL,
+                e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(error, ATTNRT_ERROR_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {
-    attnrt::sdk::write_message(error, e.what());
-    return on_error;
+    return fail(error, ATTNRT_ERROR_INTERNAL, e.what());
   } catch (...) {
-    attnrt::sdk::write_message(error, "unknown error");
-    return ATTNRT_ERROR_INTERNAL;
+    return fail(error, ATTNRT_ERROR_INTERNAL, "internal error: unknown exception");
   }
 }
 
@@ -37,12 +64,17 @@ extern "C" {
 
 attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides, size_t num_overrides,
                                     attnrt_runtime** runtime, attnrt_message* error) {
-  if (runtime == nullptr) return ATTNRT_ERROR_INVALID_ARGUMENT;
+  if (runtime == nullptr) return null_argument(error, "attnrt_runtime_create", "runtime");
   *runtime = nullptr;
-  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] {
+  return guard(error, [&] {
     attnrt::RuntimeOptions options;
     if (config_path) options.config_files.emplace_back(config_path);
-    for (size_t i = 0; i < num_overrides; ++i) options.overrides.emplace_back(overrides[i]);
+    for (size_t i = 0; i < num_overrides; ++i) {
+      if (!overrides || !overrides[i]) {
+        throw attnrt::Error("attnrt_runtime_create: overrides[" + std::to_string(i) + "] must not be NULL");
+      }
+      options.overrides.emplace_back(overrides[i]);
+    }
     auto r = std::make_unique<attnrt_runtime>();
     r->runtime = std::make_unique<attnrt::Runtime>(options);
     *runtime = r.release();
@@ -73,7 +105,7 @@ attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const ch
   }
   *backend = nullptr;
   attnrt_status status = ATTNRT_OK;
-  const attnrt_status guarded = guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] {
+  const attnrt_status guarded = guard(error, [&] {
     std::string v = value ? value : "";
     if (!value) {
       for (const auto& s : runtime->runtime->sites().sites) {
@@ -100,15 +132,19 @@ void attnrt_backend_release(attnrt_backend_handle* backend) { delete backend; }
 attnrt_status attnrt_backend_forward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
                                      const attnrt_forward_args* args, int32_t num_threads, void* stream,
                                      attnrt_message* error) {
-  if (!backend || !desc || !args) return ATTNRT_ERROR_INVALID_ARGUMENT;
-  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] { backend->backend->forward(*desc, *args, num_threads, stream); });
+  if (!backend || !desc || !args) {
+    return null_argument(error, "attnrt_backend_forward", !backend ? "backend" : !desc ? "desc" : "args");
+  }
+  return guard(error, [&] { backend->backend->forward(*desc, *args, num_threads, stream); });
 }
 
 attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
                                       const attnrt_backward_args* args, int32_t num_threads, void* stream,
                                       attnrt_message* error) {
-  if (!backend || !desc || !args) return ATTNRT_ERROR_INVALID_ARGUMENT;
-  return guard(error, ATTNRT_ERROR_INVALID_ARGUMENT, [&] { backend->backend->backward(*desc, *args, num_threads, stream); });
+  if (!backend || !desc || !args) {
+    return null_argument(error, "attnrt_backend_backward", !backend ? "backend" : !desc ? "desc" : "args");
+  }
+  return guard(error, [&] { backend->backend->backward(*desc, *args, num_threads, stream); });
 }
 
 }  // extern "C"

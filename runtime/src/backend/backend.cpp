@@ -1,9 +1,12 @@
+#include "abi_gate.hpp"
+
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace attnrt {
@@ -42,11 +45,12 @@ Backend::~Backend() {
 }
 
 void Backend::fail(const char* what, attnrt_status status, const char* message) const {
-  throw Error(fmt::format("{}: {} failed ({}): {}", name(), what, status_name(status),
-                          message[0] ? message : "no message"));
+  throw Error(status, fmt::format("{}: {} failed ({}): {}", name(), what, status_name(status),
+                                  message[0] ? message : "no message"));
 }
 
 std::string Backend::unsupported_reason(const attnrt_attention_desc& desc) const {
+  if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) return why;
   const std::string gap = sdk::capability_gap(library_->capabilities(), desc);
   if (!gap.empty()) return gap;
   MessageBuffer reason;
@@ -60,6 +64,10 @@ void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int n
   const attnrt_status status =
       library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, bytes, err.get());
   if (status != ATTNRT_OK) fail("workspace_size", status, err.text());
+  // Rounded up to whole 256-byte blocks below; a size that would wrap is no allocation at all.
+  if (*bytes > SIZE_MAX - 255) {
+    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, fmt::format("{}: workspace of {} bytes cannot be allocated", name(), *bytes));
+  }
   workspace_used_ = *bytes;
   if (desc.device.device_type == kDLCUDA) {
     if (*bytes == 0) return nullptr;
@@ -70,18 +78,22 @@ void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int n
       try {
         cuda_workspace_ = CudaBuffer(desc.device, (*bytes + 255) / 256 * 256);
       } catch (const Error& e) {
-        throw Error(fmt::format("{}: workspace of {} bytes: {}", name(), *bytes, e.what()));
+        throw Error(e.status(), fmt::format("{}: workspace of {} bytes: {}", name(), *bytes, e.what()));
       }
     }
     return cuda_workspace_.data();
   }
   if (desc.device.device_type != kDLCPU) {
-    throw Error(name() + ": workspace on " + sdk::device_name(desc.device) + " is not supported by attnrt");
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                name() + ": workspace on " + sdk::device_name(desc.device) + " is not supported by attnrt");
   }
   if (*bytes > workspace_capacity_) {
     const size_t rounded = (*bytes + 255) / 256 * 256;
+    workspace_capacity_ = 0;  // a failed allocation leaves no workspace behind
     workspace_.reset(std::aligned_alloc(256, rounded));
-    if (!workspace_) throw Error(fmt::format("{}: cannot allocate {} bytes of workspace", name(), rounded));
+    if (!workspace_) {
+      throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, fmt::format("{}: cannot allocate {} bytes of workspace", name(), rounded));
+    }
     workspace_capacity_ = rounded;
   }
   return *bytes ? workspace_.get() : nullptr;
@@ -91,7 +103,10 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
   try {
     sdk::check_forward(desc, args);
   } catch (const sdk::Error& e) {
-    throw Error(name() + ": forward: " + e.what());
+    throw Error(e.status(), name() + ": forward: " + e.what());
+  }
+  if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": forward: " + why);
   }
   std::lock_guard<std::mutex> lock(workspace_mutex_);
   attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
@@ -102,11 +117,14 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
 }
 
 void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads, void* stream) {
-  if (!has_backward()) throw Error(name() + ": the plugin implements no backward");
+  if (!has_backward()) throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": the plugin implements no backward");
   try {
     sdk::check_backward(desc, args);
   } catch (const sdk::Error& e) {
-    throw Error(name() + ": backward: " + e.what());
+    throw Error(e.status(), name() + ": backward: " + e.what());
+  }
+  if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": backward: " + why);
   }
   std::lock_guard<std::mutex> lock(workspace_mutex_);
   attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};

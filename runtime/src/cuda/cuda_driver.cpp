@@ -67,7 +67,11 @@ void Driver::check(CUresult r, const char* what) const {
   if (r == 0) return;
   const char* text = nullptr;
   if (cuGetErrorString) cuGetErrorString(r, &text);
-  throw Error(fmt::format("{}: CUDA error {} ({})", what, r, text ? text : "unknown"));
+  // CUDA_ERROR_OUT_OF_MEMORY (2) is the one driver error a caller can act on (smaller batch,
+  // free memory); every other one is the device's or the driver's.
+  constexpr CUresult kOutOfMemory = 2;
+  throw Error(r == kOutOfMemory ? ATTNRT_ERROR_OUT_OF_MEMORY : ATTNRT_ERROR_DEVICE,
+              fmt::format("{}: CUDA error {} ({})", what, r, text ? text : "unknown"));
 }
 
 void Driver::make_current(DLDevice device) const {
@@ -93,7 +97,7 @@ void Driver::make_current(DLDevice device) const {
 const Driver& driver() {
   // Never unloaded: plugins' CUDA runtimes hold the same driver.
   static Loaded* loaded = new Loaded(load());
-  if (!loaded->error.empty()) throw Error(loaded->error);
+  if (!loaded->error.empty()) throw Error(ATTNRT_ERROR_DEVICE, loaded->error);  // CUDA unavailable
   return loaded->driver;
 }
 

@@ -16,6 +16,8 @@ CudaBuffer::CudaBuffer(DLDevice device, size_t bytes) : device_(device), bytes_(
   cuda::CUdeviceptr p = 0;
   const cuda::CUresult r = d.cuMemAlloc(&p, std::max<size_t>(bytes, 1));
   if (r != 0) {
+    // Status OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, DEVICE for any other driver error
+    // (Driver::check); CUDA being unavailable at all is DEVICE too (cuda::driver()).
     d.check(r, fmt::format("allocating {} bytes on cuda:{}", bytes, device.device_id).c_str());
   }
   ptr_ = reinterpret_cast<void*>(p);

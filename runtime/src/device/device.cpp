@@ -74,9 +74,11 @@ DeviceInfo select_device(const std::string& spec, const DeviceInventory& inv) {
         throw Error("device '" + spec + "': expected cuda:N");
       }
     }
-    if (inv.cuda.empty()) throw Error("device '" + spec + "' requested but " + inv.cuda_status);
+    // A well-formed request this machine cannot serve: the device's status, not the config's.
+    if (inv.cuda.empty()) throw Error(ATTNRT_ERROR_DEVICE, "device '" + spec + "' requested but " + inv.cuda_status);
     if (index < 0 || index >= static_cast<int>(inv.cuda.size())) {
-      throw Error(fmt::format("device '{}' requested but only {} CUDA device(s) exist", spec, inv.cuda.size()));
+      throw Error(ATTNRT_ERROR_DEVICE,
+                  fmt::format("device '{}' requested but only {} CUDA device(s) exist", spec, inv.cuda.size()));
     }
     return inv.cuda[index];
   }

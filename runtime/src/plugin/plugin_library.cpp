@@ -12,6 +12,10 @@ namespace fs = std::filesystem;
 
 PluginLibrary::~PluginLibrary() = default;
 
+// Statuses: a path that names no file is the caller's mistake (INVALID_ARGUMENT, the default);
+// a file that exists but cannot serve as a plugin of this runtime (not loadable here, not an
+// attnrt plugin, another ABI major, a malformed function table) is UNSUPPORTED, the status a
+// resolution that passes over it reports too.
 std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
   const std::string where = path.string();
   std::error_code ec;
@@ -28,32 +32,36 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
         static_cast<unsigned>(boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now) | RTLD_NODELETE);
     plugin->lib_ = std::make_unique<boost::dll::shared_library>(plugin->path_, mode);
   } catch (const std::exception& e) {
-    throw Error(where + ": not a loadable shared library (" + e.what() + ")");
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": not a loadable shared library (" + e.what() + ")");
   }
   if (!plugin->lib_->has(ATTNRT_PLUGIN_ENTRY_SYMBOL)) {
-    throw Error(where + ": does not export '" ATTNRT_PLUGIN_ENTRY_SYMBOL "'; not an attnrt plugin");
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                where + ": does not export '" ATTNRT_PLUGIN_ENTRY_SYMBOL "'; not an attnrt plugin");
   }
   auto entry = plugin->lib_->get<const attnrt_plugin_api*(uint32_t, uint32_t)>(ATTNRT_PLUGIN_ENTRY_SYMBOL);
   const attnrt_plugin_api* api = entry(ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR);
-  if (api == nullptr) throw Error(where + ": " ATTNRT_PLUGIN_ENTRY_SYMBOL " returned NULL");
+  if (api == nullptr) throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": " ATTNRT_PLUGIN_ENTRY_SYMBOL " returned NULL");
   // struct_size, abi_major and abi_minor are frozen across majors: safe to read before the check.
-  if (api->struct_size < ATTNRT_STRUCT_SIZE(attnrt_plugin_api, abi_minor)) {
-    throw Error(fmt::format("{}: function table too small ({} bytes) to hold a version", where, api->struct_size));
+  if (api->struct_size < ATTNRT_PLUGIN_API_HEAD_SIZE) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                fmt::format("{}: function table too small ({} bytes) to hold a version", where, api->struct_size));
   }
   if (api->abi_major != ATTNRT_ABI_VERSION_MAJOR) {
-    throw Error(fmt::format("{}: plugin ABI version {}.{} is incompatible with this runtime's ABI {}.{} "
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                fmt::format("{}: plugin ABI version {}.{} is incompatible with this runtime's ABI {}.{} "
                             "(major versions differ); rebuild the plugin against attnrt SDK {}.x",
                             where, api->abi_major, api->abi_minor, ATTNRT_ABI_VERSION_MAJOR,
                             ATTNRT_ABI_VERSION_MINOR, ATTNRT_ABI_VERSION_MAJOR));
   }
-  if (api->struct_size < ATTNRT_STRUCT_SIZE(attnrt_plugin_api, backward)) {
-    throw Error(fmt::format("{}: function table of {} bytes is smaller than ABI {}.0's {}", where,
-                            api->struct_size, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_STRUCT_SIZE(attnrt_plugin_api, backward)));
+  if (api->struct_size < ATTNRT_PLUGIN_API_SIZE_V1_0) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                fmt::format("{}: function table of {} bytes is smaller than ABI {}.0's {}", where,
+                            api->struct_size, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_PLUGIN_API_SIZE_V1_0));
   }
-  if (api->name == nullptr || api->name[0] == '\0') throw Error(where + ": plugin has no name");
+  if (api->name == nullptr || api->name[0] == '\0') throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": plugin has no name");
   for (const char* c = api->name; *c; ++c) {
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) {
-      throw Error(where + ": plugin name '" + api->name + "' must match [a-z0-9_]+");
+      throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": plugin name '" + api->name + "' must match [a-z0-9_]+");
     }
   }
   const char* missing = api->capabilities == nullptr ? "capabilities"
@@ -63,12 +71,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
                         : api->workspace_size == nullptr ? "workspace_size"
                         : api->forward == nullptr    ? "forward"
                                                      : nullptr;
-  if (missing) throw Error(where + ": function table entry '" + missing + "' is NULL");
-  if (api->capabilities->struct_size < ATTNRT_STRUCT_SIZE(attnrt_capabilities, max_cuda_arch)) {
-    throw Error(where + ": capabilities struct is smaller than ABI 1.0's");
+  if (missing) throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": function table entry '" + missing + "' is NULL");
+  if (api->capabilities->struct_size < ATTNRT_CAPABILITIES_SIZE_V1_0) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": capabilities struct is smaller than ABI 1.0's");
   }
   if ((api->capabilities->features & ATTNRT_FEATURE_BACKWARD) && api->backward == nullptr) {
-    throw Error(where + ": advertises backward but its backward entry is NULL");
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": advertises backward but its backward entry is NULL");
   }
   plugin->api_ = api;
   return plugin;

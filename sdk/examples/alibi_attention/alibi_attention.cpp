@@ -37,32 +37,19 @@ class AlibiAttention {
   static constexpr const char* kVersion = "0.1.0";
   static constexpr const char* kDescription = "example third-party plugin: fp32 ALiBi attention on the CPU";
 
-  static attnrt_capabilities capabilities() {
-    attnrt_capabilities c{};
-    c.struct_size = sizeof c;
-    c.devices = ATTNRT_DEVICE_BIT_CPU;
-    c.dtypes = ATTNRT_DTYPE_BIT_FP32;
-    c.features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_ALIBI | ATTNRT_FEATURE_LSE |
-                 ATTNRT_FEATURE_DETERMINISTIC;
-    c.min_head_dim = 1;
-    c.max_head_dim = 256;
-    return c;
-  }
-
-  explicit AlibiAttention(const attnrt_host_info&) {}
-
-  // The support query: the capability gap covers every descriptor field this plugin lacks.
-  std::string supports(const attnrt_attention_desc& d) const {
-    attnrt::sdk::check_desc(d);
-    return attnrt::sdk::capability_gap(capabilities(), d);
-  }
+  // What it computes. The SDK's adapter refuses everything else (with the reason) before forward
+  // runs, and validates every tensor, so forward below only computes.
+  static constexpr attnrt_capabilities kCapabilities = attnrt::sdk::capabilities({
+      .devices = ATTNRT_DEVICE_BIT_CPU,
+      .dtypes = ATTNRT_DTYPE_BIT_FP32,
+      .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_ALIBI | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_DETERMINISTIC,
+      .min_head_dim = 1,
+      .max_head_dim = 256});
 
   // One row of scores per call: the host provides it (plugins allocate nothing themselves).
   size_t workspace_size(const attnrt_attention_desc& d, bool, int) const { return sizeof(float) * d.seqlen_k; }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
-    attnrt::sdk::check_forward(d, a);
-    attnrt::sdk::require_supported(supports(d));
     attnrt::sdk::require_workspace(e, workspace_size(d, false, 0), 1);
     const View q(a.q), k(a.k), v(a.v), out(a.out);
     float* scores = static_cast<float*>(e.workspace);

@@ -2,86 +2,107 @@
 //
 // A plugin class provides (see sdk/README.md for a complete example):
 //   static constexpr const char* kName, kVersion, kDescription;
-//   static attnrt_capabilities capabilities();
-//   explicit Plugin(const attnrt_host_info& host);            // may throw attnrt::sdk::Error
-//   std::string supports(const attnrt_attention_desc&) const;  // "" if supported, else reason
+//   static constexpr attnrt_capabilities kCapabilities = attnrt::sdk::capabilities({...});
+//                                     // (or a static capabilities() function returning them)
+//   explicit Plugin(const attnrt_host_info& host);            // or default-constructible; may throw
+//   std::string supports(const attnrt_attention_desc&) const;  // optional: "" or a reason, beyond
+//                                                               // what the capabilities say
 //   size_t workspace_size(const attnrt_attention_desc&, bool backward, int num_threads) const;
 //   void forward(const attnrt_attention_desc&, const attnrt_forward_args&, const attnrt_exec&);
 //   void backward(...)                                          // optional, same shape
+//   static constexpr uint32_t kExtensions[] = {...};            // optional: extension types it
+//                                                               // implements (ABI 1.1)
 // and exports it with ATTNRT_DEFINE_PLUGIN(Class). Exceptions never cross the C boundary: an
 // attnrt::sdk::Error keeps its status, std::bad_alloc becomes ATTNRT_ERROR_OUT_OF_MEMORY, any
 // other exception ATTNRT_ERROR_INTERNAL, each with its message.
+//
+// What the adapter does before the class sees a call, so that no plugin repeats it (and none
+// can forget it): supports and workspace_size check the descriptor (validate.hpp's check_desc);
+// supports refuses what the capabilities do not cover (capability_gap: dtype, head_dim, device,
+// every feature the descriptor uses) before asking the class; forward and backward validate
+// every tensor (check_forward / check_backward, INVALID_ARGUMENT naming the tensor) and refuse,
+// with the same reason, whatever supports refuses (UNSUPPORTED): a plugin never computes
+// something other than what the descriptor says.
+//
+// Extensions (ABI 1.1): the adapter refuses a malformed extension chain (INVALID_ARGUMENT) and
+// every required extension block whose type is not in kExtensions (UNSUPPORTED, naming it), in
+// supports, forward and backward alike: a class that declares nothing never silently ignores a
+// required extension. Optional blocks reach the class, which may read them (find_extension) or
+// ignore them.
 #ifndef ATTNRT_PLUGIN_HPP_
 #define ATTNRT_PLUGIN_HPP_
 
+#include <attnrt/extensions.hpp>
 #include <attnrt/plugin_abi.h>
+#include <attnrt/status.hpp>
+#include <attnrt/validate.hpp>
 
-#include <algorithm>
-#include <cstring>
-#include <new>
-#include <stdexcept>
+#include <concepts>
+#include <cstdint>
 #include <string>
-#include <utility>
+#include <type_traits>
 
 namespace attnrt::sdk {
 
-// An error with the status it should cross the ABI as.
-class Error : public std::runtime_error {
- public:
-  Error(attnrt_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
-  attnrt_status status() const noexcept { return status_; }
-
- private:
-  attnrt_status status_;
+// What a plugin declares it can do, by name (C++20 designated initializers), for capabilities():
+//   static constexpr attnrt_capabilities kCapabilities = attnrt::sdk::capabilities({
+//       .devices = ATTNRT_DEVICE_BIT_CPU, .dtypes = ATTNRT_DTYPE_BIT_FP32,
+//       .features = ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_LSE, .max_head_dim = 256});
+struct CapabilitySpec {
+  uint32_t devices = 0;       // attnrt_device_bits
+  uint32_t dtypes = 0;        // attnrt_dtype_bits
+  uint64_t features = 0;      // attnrt_feature_bits
+  int32_t min_head_dim = 1;   // smallest head_dim / head_dim_v accepted
+  int32_t max_head_dim = 0;   // largest
+  int32_t min_cuda_arch = 0;  // CUDA: lowest compute capability, major*10+minor; 0: any
+  int32_t max_cuda_arch = 0;  // CUDA: highest; 0: no upper bound
 };
 
-// A caller-owned attnrt_message with its storage: what a host (or a test) passes to a plugin's
-// functions and reads back. Starts empty; text() is the NUL-terminated message.
-struct MessageBuffer {
-  static constexpr size_t kCapacity = 2048;
-  char data[kCapacity] = {0};
-  attnrt_message message{sizeof(attnrt_message), data, kCapacity};
-
-  MessageBuffer() = default;
-  MessageBuffer(const MessageBuffer&) = delete;  // message.data points into this object
-  MessageBuffer& operator=(const MessageBuffer&) = delete;
-  attnrt_message* get() noexcept { return &message; }
-  const char* text() const noexcept { return data; }
-  bool empty() const noexcept { return data[0] == '\0'; }
-};
-
-inline void write_message(attnrt_message* message, const char* text) noexcept {
-  if (message == nullptr || message->data == nullptr || message->capacity == 0) return;
-  // Truncation is intended: the caller sized the buffer.
-  const size_t n = std::min(std::strlen(text), message->capacity - 1);
-  std::memcpy(message->data, text, n);
-  message->data[n] = '\0';
+constexpr attnrt_capabilities capabilities(const CapabilitySpec& s) noexcept {
+  return attnrt_capabilities{sizeof(attnrt_capabilities), s.devices,      s.dtypes,       s.features,
+                             s.min_head_dim,              s.max_head_dim, s.min_cuda_arch, s.max_cuda_arch};
 }
 
-// Runs fn, turning any exception into a status plus message.
-template <class Fn>
-attnrt_status guarded(attnrt_message* message, Fn&& fn) noexcept {
-  try {
-    std::forward<Fn>(fn)();
-    return ATTNRT_OK;
-  } catch (const Error& e) {
-    write_message(message, e.what());
-    return e.status();
-  } catch (const std::bad_alloc&) {
-    write_message(message, "out of host memory");
-    return ATTNRT_ERROR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    write_message(message, e.what());
-    return ATTNRT_ERROR_INTERNAL;
-  } catch (...) {
-    write_message(message, "unknown exception in plugin");
-    return ATTNRT_ERROR_INTERNAL;
+template <class Plugin>
+concept HasCapabilityConstant = requires { attnrt_capabilities(Plugin::kCapabilities); };
+
+template <class Plugin>
+concept HasSupports = requires(const Plugin& p, const attnrt_attention_desc& d) {
+  { p.supports(d) } -> std::convertible_to<std::string>;
+};
+
+template <class Plugin>
+concept HasBackward = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_backward_args& a,
+                               const attnrt_exec& e) { p.backward(d, a, e); };
+
+// Plugin's capabilities, from kCapabilities or capabilities(); built once.
+template <class Plugin>
+const attnrt_capabilities& plugin_capabilities() noexcept {
+  if constexpr (HasCapabilityConstant<Plugin>) {
+    static constexpr attnrt_capabilities caps = Plugin::kCapabilities;
+    return caps;
+  } else {
+    static const attnrt_capabilities caps = Plugin::capabilities();
+    return caps;
   }
 }
 
 template <class Plugin>
 struct PluginAdapter {
   static Plugin* self(attnrt_instance* instance) { return reinterpret_cast<Plugin*>(instance); }
+
+  // "" when the instance computes desc exactly as described, else the reason: a malformed chain
+  // throws (INVALID_ARGUMENT); then unimplemented required extensions, the capabilities, and
+  // the class's own supports(), in that order.
+  static std::string unsupported_reason(attnrt_instance* instance, const attnrt_attention_desc& desc) {
+    check_desc(desc);
+    if (std::string why = unimplemented_extension_reason(desc, implemented_extensions<Plugin>()); !why.empty()) {
+      return why;
+    }
+    if (std::string gap = capability_gap(plugin_capabilities<Plugin>(), desc); !gap.empty()) return gap;
+    if constexpr (HasSupports<Plugin>) return self(instance)->supports(desc);
+    return "";
+  }
 
   static attnrt_status create(const attnrt_host_info* host, attnrt_instance** instance,
                               attnrt_message* error) noexcept {
@@ -90,7 +111,13 @@ struct PluginAdapter {
       return ATTNRT_ERROR_INVALID_ARGUMENT;
     }
     *instance = nullptr;
-    return guarded(error, [&] { *instance = reinterpret_cast<attnrt_instance*>(new Plugin(*host)); });
+    return guarded(error, [&] {
+      if constexpr (std::is_constructible_v<Plugin, const attnrt_host_info&>) {
+        *instance = reinterpret_cast<attnrt_instance*>(new Plugin(*host));
+      } else {
+        *instance = reinterpret_cast<attnrt_instance*>(new Plugin());
+      }
+    });
   }
 
   static void destroy(attnrt_instance* instance) noexcept {
@@ -107,7 +134,7 @@ struct PluginAdapter {
       return ATTNRT_ERROR_INVALID_ARGUMENT;
     }
     std::string why;
-    attnrt_status status = guarded(reason, [&] { why = self(instance)->supports(*desc); });
+    const attnrt_status status = guarded(reason, [&] { why = unsupported_reason(instance, *desc); });
     if (status != ATTNRT_OK) return status;
     if (why.empty()) return ATTNRT_OK;
     write_message(reason, why.c_str());
@@ -122,6 +149,7 @@ struct PluginAdapter {
       return ATTNRT_ERROR_INVALID_ARGUMENT;
     }
     return guarded(error, [&] {
+      check_desc(*desc);
       *bytes = self(instance)->workspace_size(*desc, is_backward != 0, num_threads);
     });
   }
@@ -133,7 +161,11 @@ struct PluginAdapter {
       write_message(error, "forward: instance, desc, args and exec must not be NULL");
       return ATTNRT_ERROR_INVALID_ARGUMENT;
     }
-    return guarded(error, [&] { self(instance)->forward(*desc, *args, *exec); });
+    return guarded(error, [&] {
+      check_forward(*desc, *args);
+      require_supported(unsupported_reason(instance, *desc));
+      self(instance)->forward(*desc, *args, *exec);
+    });
   }
 
   static attnrt_status backward(attnrt_instance* instance, const attnrt_attention_desc* desc,
@@ -143,20 +175,17 @@ struct PluginAdapter {
       write_message(error, "backward: instance, desc, args and exec must not be NULL");
       return ATTNRT_ERROR_INVALID_ARGUMENT;
     }
-    return guarded(error, [&] { self(instance)->backward(*desc, *args, *exec); });
+    return guarded(error, [&] {
+      check_backward(*desc, *args);
+      require_supported(unsupported_reason(instance, *desc));
+      self(instance)->backward(*desc, *args, *exec);
+    });
   }
-};
-
-template <class Plugin>
-concept HasBackward = requires(Plugin p, const attnrt_attention_desc& d,
-                               const attnrt_backward_args& a, const attnrt_exec& e) {
-  p.backward(d, a, e);
 };
 
 // The static function table for Plugin; built once, on first use.
 template <class Plugin>
 const attnrt_plugin_api* plugin_api() noexcept {
-  static const attnrt_capabilities caps = Plugin::capabilities();
   static const attnrt_plugin_api api = [] {
     attnrt_plugin_api a{};
     a.struct_size = sizeof(attnrt_plugin_api);
@@ -165,7 +194,7 @@ const attnrt_plugin_api* plugin_api() noexcept {
     a.name = Plugin::kName;
     a.version = Plugin::kVersion;
     a.description = Plugin::kDescription;
-    a.capabilities = &caps;
+    a.capabilities = &plugin_capabilities<Plugin>();
     a.create = &PluginAdapter<Plugin>::create;
     a.destroy = &PluginAdapter<Plugin>::destroy;
     a.supports = &PluginAdapter<Plugin>::supports;

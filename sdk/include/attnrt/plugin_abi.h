@@ -3,14 +3,22 @@
  * attention plugin (a shared library). Plain C99; depends only on <stddef.h>, <stdint.h> and
  * DLPack's <dlpack/dlpack.h>.
  *
- * Versioning (see sdk/README.md, "Compatibility promise"):
+ * Versioning (the rules and every version's contents: sdk/ABI_CHANGELOG.md):
  *  - ATTNRT_ABI_VERSION_MAJOR changes only on a breaking change; the host refuses a plugin whose
  *    major differs from its own, naming both versions.
- *  - ATTNRT_ABI_VERSION_MINOR changes when fields are appended to a struct. Every struct begins
- *    with `struct_size` (sizeof as the writer compiled it), so a reader checks
- *    ATTNRT_HAS_FIELD(ptr, type, field) before touching a field newer than the peer.
+ *  - ATTNRT_ABI_VERSION_MINOR changes when something is appended: a field at the end of a struct,
+ *    an entry at the end of the function table, a feature bit, an extension type. Nothing is
+ *    reordered, retyped, removed or given a new meaning.
+ *  - Every struct begins with `struct_size` (sizeof as the writer compiled it), so a reader checks
+ *    ATTNRT_HAS_FIELD(ptr, type, field) before touching a field newer than the peer. The size each
+ *    version wrote is named: ATTNRT_<STRUCT>_SIZE_V<major>_<minor> (compare with these, never
+ *    with a literal or with this header's sizeof). The layout is asserted at compile time below.
  *  - The first three fields of attnrt_plugin_api (struct_size, abi_major, abi_minor) are frozen
  *    across every major, so any host can read any plugin's version.
+ *  - Optional feature families travel as typed extension blocks (attnrt_extension, ABI 1.1) on a
+ *    chain from attnrt_attention_desc.extensions. The host never sends a chain to a plugin whose
+ *    minor cannot know every block on it; a plugin refuses (in supports) a required block it does
+ *    not implement, and may ignore one flagged ATTNRT_EXTENSION_OPTIONAL.
  *
  * Layout convention (FlashAttention's; strides are in elements, not bytes, as in DLPack):
  *  q     [batch, seqlen_q, heads_q,  head_dim]     (varlen: [total_q, heads_q, head_dim])
@@ -33,7 +41,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_VERSION_MAJOR 1
-#define ATTNRT_ABI_VERSION_MINOR 0
+#define ATTNRT_ABI_VERSION_MINOR 1
 
 /* The single symbol every plugin exports (all others hidden). Type: attnrt_plugin_entry_fn. */
 #define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_entry"
@@ -48,6 +56,17 @@ extern "C" {
 #define ATTNRT_STRUCT_SIZE(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
 /* True when the peer that filled *ptr knew `field` (ptr must be non-null). */
 #define ATTNRT_HAS_FIELD(ptr, type, field) ((ptr)->struct_size >= ATTNRT_STRUCT_SIZE(type, field))
+
+/* A compile-time assertion usable at file scope in C99, C11 and C++ (`name` must be an
+ * identifier unique in this header): the layout asserts at the end of the header use it, so a
+ * compiler or a local edit that moves a field breaks the plugin's own build, not a user's run. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define ATTNRT_STATIC_ASSERT(cond, name) static_assert(cond, #name)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ATTNRT_STATIC_ASSERT(cond, name) _Static_assert(cond, #name)
+#else /* C99: an array of negative size is a compile error */
+#define ATTNRT_STATIC_ASSERT(cond, name) typedef char attnrt_static_assert_##name[(cond) ? 1 : -1]
+#endif
 
 /* ---------------------------------------------------------------- status and messages */
 
@@ -112,6 +131,65 @@ typedef struct attnrt_capabilities {
   int32_t max_cuda_arch;     /* CUDA only: highest compute capability; 0: no upper bound */
 } attnrt_capabilities;
 
+/* ---------------------------------------------------------------- extensions (ABI 1.1) */
+
+/*
+ * A typed extension block (the PJRT C API's extension chain): a feature family that is not part
+ * of every call (flex_attention's score/mask mods and block masks, fp8 descales, a KV-cache
+ * append, ...) travels as one block on a singly linked chain reached from
+ * attnrt_attention_desc.extensions, instead of as ever more fields of the core descriptor.
+ *
+ * Every extension struct begins with this header as its first member (so a pointer to the block
+ * is a pointer to its header) and grows append-only like every other struct, its own struct_size
+ * telling a reader which of its fields the writer knew.
+ *
+ * Ownership: the chain and every block on it are owned by the caller and valid for the duration
+ * of the call they came with (supports, workspace_size, forward or backward); a plugin never
+ * frees, modifies or keeps a pointer into them after returning.
+ *
+ * What a plugin must do (ABI >= 1.1): walk the chain; for a block whose `type` it implements,
+ * honour it; for one it does not implement, refuse the call in supports() (and forward/backward)
+ * with a reason naming the type, unless its flags hold ATTNRT_EXTENSION_OPTIONAL, in which case
+ * it may ignore the block. The host never sends a chain to a plugin built against a minor older
+ * than a block's (ABI 1.0 plugins never receive a chain), and validates the chain first: every
+ * block's struct_size >= ATTNRT_EXTENSION_SIZE_V1_1, no block of the reserved type 0, at most
+ * ATTNRT_EXTENSION_CHAIN_MAX blocks (a NULL `next` ends the chain, so no entry is NULL).
+ */
+typedef struct attnrt_extension {
+  size_t struct_size;                   /* bytes of the whole block as its writer compiled it,
+                                           header included (>= ATTNRT_EXTENSION_SIZE_V1_1) */
+  uint32_t type;                        /* attnrt_extension_type, or a vendor type
+                                           (>= ATTNRT_EXTENSION_TYPE_VENDOR_FIRST) */
+  uint32_t flags;                       /* attnrt_extension_flags bits (0: required); other
+                                           bits are reserved and written as 0 */
+  const struct attnrt_extension* next;  /* the next block; NULL ends the chain */
+} attnrt_extension;
+
+typedef enum attnrt_extension_flags {
+  /* A hint that does not change the result (a tuning preference, a cache key, ...): a plugin
+   * that does not know the type may ignore the block. Without it the block is required: a
+   * plugin that does not implement it must refuse the call, naming the type. */
+  ATTNRT_EXTENSION_OPTIONAL = 1u << 0
+} attnrt_extension_flags;
+
+/* attnrt's own extension types: every type below ATTNRT_EXTENSION_TYPE_VENDOR_FIRST, each listed
+ * with the ABI minor that introduced it (a host sends it only to plugins of at least that minor;
+ * attnrt::sdk::kStandardExtensions in plugin.hpp holds the same table for C++). None is defined
+ * in ABI 1.1, which introduces the mechanism; flex_attention's block is planned as the first. */
+typedef enum attnrt_extension_type {
+  ATTNRT_EXTENSION_TYPE_NONE = 0 /* reserved, never valid: what a zero-filled header holds */
+} attnrt_extension_type;
+
+/* Types from here up are vendor or experimental extensions, outside attnrt's numbering: the
+ * plugin and the caller that use one agree on it; attnrt only carries it. Pick a number unlikely
+ * to collide (for example 0x80000000 | a hash of your reverse-DNS name); 0xFFFFFFFF is kept by
+ * `attnrt check` as a type no plugin implements. Any plugin of ABI >= 1.1 may receive one, and
+ * refuses it when it is required and unknown. */
+#define ATTNRT_EXTENSION_TYPE_VENDOR_FIRST 0x80000000u
+
+/* The most blocks a chain may hold: a longer chain (or a cycle) is ATTNRT_ERROR_INVALID_ARGUMENT. */
+#define ATTNRT_EXTENSION_CHAIN_MAX 64
+
 /* ---------------------------------------------------------------- the attention descriptor */
 
 typedef enum attnrt_dtype {
@@ -163,6 +241,9 @@ typedef struct attnrt_attention_desc {
   int32_t return_lse;        /* nonzero: forward writes lse */
   DLDevice device;           /* where every tensor of the call lives */
   int32_t cuda_arch;         /* CUDA: major*10+minor of `device`, filled by the host; else 0 */
+  /* ---- ABI 1.1 (read only when ATTNRT_HAS_FIELD(desc, attnrt_attention_desc, extensions)) */
+  const attnrt_extension* extensions; /* the first extension block; NULL: none. Owned by the
+                                         caller, valid for the call (see attnrt_extension) */
 } attnrt_attention_desc;
 
 /* ---------------------------------------------------------------- calls */
@@ -278,6 +359,69 @@ typedef struct attnrt_plugin_api {
  * Takes the host's version so a plugin may log a mismatch; the host makes the decision. */
 typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_major,
                                                             uint32_t host_abi_minor);
+
+/* ---------------------------------------------------------------- sizes per version */
+
+/*
+ * The bytes each ABI version's writer knew, per struct: ATTNRT_STRUCT_SIZE up to that version's
+ * last field (tail padding excluded, so a writer's struct_size, its sizeof, is at least this).
+ * A reader compares a peer's struct_size with these, never with a literal or with this header's
+ * sizeof (which grows with every minor). A struct that did not grow in a minor has no constant
+ * for it: its previous one still applies. sdk/ABI_CHANGELOG.md lists what each version added.
+ */
+/* The frozen head of attnrt_plugin_api (struct_size, abi_major, abi_minor), the same in every
+ * major: what a host reads before it knows whether it can read anything else. */
+#define ATTNRT_PLUGIN_API_HEAD_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api, abi_minor)
+
+/* ABI 1.0 */
+#define ATTNRT_MESSAGE_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_message, capacity)
+#define ATTNRT_CAPABILITIES_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_capabilities, max_cuda_arch)
+#define ATTNRT_ATTENTION_DESC_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_attention_desc, cuda_arch)
+#define ATTNRT_EXEC_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_exec, num_threads)
+#define ATTNRT_FORWARD_ARGS_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_forward_args, block_table)
+#define ATTNRT_BACKWARD_ARGS_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_backward_args, block_table)
+#define ATTNRT_HOST_INFO_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_host_info, log_user_data)
+#define ATTNRT_PLUGIN_API_SIZE_V1_0 ATTNRT_STRUCT_SIZE(attnrt_plugin_api, backward)
+
+/* ABI 1.1: the extension header, and attnrt_attention_desc.extensions */
+#define ATTNRT_EXTENSION_SIZE_V1_1 ATTNRT_STRUCT_SIZE(attnrt_extension, next)
+#define ATTNRT_ATTENTION_DESC_SIZE_V1_1 ATTNRT_STRUCT_SIZE(attnrt_attention_desc, extensions)
+
+/* ---------------------------------------------------------------- layout asserts */
+
+/* On every target: struct_size first, the function table's frozen head, appended fields after
+ * the previous version's end (so an older writer's struct_size can never claim them). */
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, struct_size) == 0, plugin_api_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, abi_major) == sizeof(size_t), plugin_api_abi_major_frozen);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, abi_minor) == sizeof(size_t) + 4, plugin_api_abi_minor_frozen);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_message, struct_size) == 0, message_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_capabilities, struct_size) == 0, capabilities_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_attention_desc, struct_size) == 0, attention_desc_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_exec, struct_size) == 0, exec_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_forward_args, struct_size) == 0, forward_args_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_backward_args, struct_size) == 0, backward_args_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_host_info, struct_size) == 0, host_info_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_extension, struct_size) == 0, extension_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_attention_desc, extensions) >= ATTNRT_ATTENTION_DESC_SIZE_V1_0,
+                     attention_desc_v1_1_appended);
+
+/* On LP64 targets (8-byte pointers and size_t: x86-64, aarch64 Linux and macOS; also Win64),
+ * the values themselves, which tests/sdk/abi_layout_test.cpp pins too. */
+#if defined(UINTPTR_MAX) && defined(SIZE_MAX) && UINTPTR_MAX == 0xffffffffffffffffu && SIZE_MAX == 0xffffffffffffffffu
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, abi_major) == 8, lp64_plugin_api_abi_major_at_8);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, abi_minor) == 12, lp64_plugin_api_abi_minor_at_12);
+ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_HEAD_SIZE == 16, lp64_plugin_api_head_size);
+ATTNRT_STATIC_ASSERT(ATTNRT_MESSAGE_SIZE_V1_0 == 24, lp64_message_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_CAPABILITIES_SIZE_V1_0 == 40, lp64_capabilities_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_ATTENTION_DESC_SIZE_V1_0 == 120, lp64_attention_desc_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_EXEC_SIZE_V1_0 == 36, lp64_exec_size_v1_0); /* sizeof: 40 */
+ATTNRT_STATIC_ASSERT(ATTNRT_FORWARD_ARGS_SIZE_V1_0 == 96, lp64_forward_args_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_BACKWARD_ARGS_SIZE_V1_0 == 136, lp64_backward_args_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_HOST_INFO_SIZE_V1_0 == 32, lp64_host_info_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_0 == 96, lp64_plugin_api_size_v1_0);
+ATTNRT_STATIC_ASSERT(ATTNRT_EXTENSION_SIZE_V1_1 == 24, lp64_extension_size_v1_1);
+ATTNRT_STATIC_ASSERT(ATTNRT_ATTENTION_DESC_SIZE_V1_1 == 128, lp64_attention_desc_size_v1_1);
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

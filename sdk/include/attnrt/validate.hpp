@@ -4,7 +4,8 @@
 #ifndef ATTNRT_VALIDATE_HPP_
 #define ATTNRT_VALIDATE_HPP_
 
-#include <attnrt/plugin.hpp>
+#include <attnrt/extensions.hpp>
+#include <attnrt/status.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -102,12 +103,22 @@ inline void check_tensor(const char* name, const DLTensor* t, const std::vector<
   }
 }
 
+// The descriptor's extension chain (ABI 1.1) is well formed: every block at least a header,
+// none of the reserved type 0, at most ATTNRT_EXTENSION_CHAIN_MAX of them (which ends a cycle).
+// desc.extensions is read only when the descriptor's writer knew it (a 1.0 writer's: no chain).
+// Throws Error(ATTNRT_ERROR_INVALID_ARGUMENT) naming the block. Whether a plugin implements
+// the blocks is another question: unimplemented_extension_reason (plugin.hpp).
+inline void check_extensions(const attnrt_attention_desc& d) {
+  if (std::string error = extension_chain_error(d); !error.empty()) invalid(error);
+}
+
 // Well-formedness of the descriptor itself (not whether a plugin supports it).
 inline void check_desc(const attnrt_attention_desc& d) {
-  if (d.struct_size < ATTNRT_STRUCT_SIZE(attnrt_attention_desc, cuda_arch)) {
+  if (d.struct_size < ATTNRT_ATTENTION_DESC_SIZE_V1_0) {
     invalid("desc: struct_size " + std::to_string(d.struct_size) + " is smaller than ABI 1.0's " +
-            std::to_string(ATTNRT_STRUCT_SIZE(attnrt_attention_desc, cuda_arch)));
+            std::to_string(ATTNRT_ATTENTION_DESC_SIZE_V1_0));
   }
+  check_extensions(d);
   if (d.dtype != ATTNRT_DTYPE_FP32 && d.dtype != ATTNRT_DTYPE_FP16 && d.dtype != ATTNRT_DTYPE_BF16) {
     invalid("desc.dtype: unknown value " + std::to_string(static_cast<int>(d.dtype)));
   }
@@ -303,7 +314,7 @@ void check_optional_inputs(const attnrt_attention_desc& d, const Args& a, const 
 // problem, naming it.
 inline void check_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
   check_desc(d);
-  if (a.struct_size < ATTNRT_STRUCT_SIZE(attnrt_forward_args, block_table)) {
+  if (a.struct_size < ATTNRT_FORWARD_ARGS_SIZE_V1_0) {
     invalid("forward args: struct_size " + std::to_string(a.struct_size) + " is too small");
   }
   const DLDataType dt = dl_dtype(d.dtype);
@@ -318,7 +329,7 @@ inline void check_forward(const attnrt_attention_desc& d, const attnrt_forward_a
 
 inline void check_backward(const attnrt_attention_desc& d, const attnrt_backward_args& a) {
   check_desc(d);
-  if (a.struct_size < ATTNRT_STRUCT_SIZE(attnrt_backward_args, block_table)) {
+  if (a.struct_size < ATTNRT_BACKWARD_ARGS_SIZE_V1_0) {
     invalid("backward args: struct_size " + std::to_string(a.struct_size) + " is too small");
   }
   const DLDataType dt = dl_dtype(d.dtype);

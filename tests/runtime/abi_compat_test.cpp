@@ -1,0 +1,337 @@
+// ABI growth, from the host's side (sdk/ABI_CHANGELOG.md): a plugin built against the ABI 1.0
+// header keeps loading and computing, but is never sent an extension chain (refused for such a
+// call, with the reason, before its supports() runs; resolution falls back); 1.1 plugins refuse
+// required extensions they do not implement and ignore optional ones; a malformed chain is an
+// invalid argument; and `attnrt check`'s extensions check on each kind of plugin.
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
+#include <attnrt/plugin.hpp>
+#include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/plugin_library.hpp>
+#include <attnrt/runtime/resolver.hpp>
+#include <attnrt/runtime/runtime.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../fixtures/plugins/out_scale_extension.h"
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace attnrt {
+namespace {
+
+using test::fixtures;
+
+std::filesystem::path old_plugin() { return fixtures() / "abi/c_reference_v1_0/libattnrt_c_reference_v1_0.so"; }
+std::filesystem::path new_c_plugin() { return fixtures() / "plugins/c_reference/libattnrt_c_reference.so"; }
+std::filesystem::path ext_plugin() { return fixtures() / "abi/ext_reference/libattnrt_ext_reference.so"; }
+
+constexpr uint32_t kUnknownVendor = 0xA77E00FFu;  // implemented by no plugin
+
+// fp32, GQA, causal, ragged (seqlen_q != seqlen_k), LSE: what every plugin here supports.
+Workload small_workload() {
+  WorkloadSpec spec;
+  spec.batch = 2;
+  spec.seqlen_q = 9;
+  spec.seqlen_k = 13;
+  spec.heads_q = 4;
+  spec.heads_kv = 2;
+  spec.head_dim = 16;
+  spec.causal = true;
+  spec.backward = false;
+  spec.seed = 7;
+  Workload w = make_workload(spec);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  return w;
+}
+
+// Runs forward on NaN-poisoned outputs and returns out's bytes.
+std::vector<float> run(Backend& backend, Workload& w) {
+  w.out.fill_nan();
+  if (!w.lse.empty()) w.lse.fill_nan();
+  backend.forward(w.desc, w.forward_args(), 1);
+  const float* p = w.out.data_as<float>();
+  return std::vector<float>(p, p + w.out.numel());
+}
+
+double max_error_vs_reference(const Workload& w, const std::vector<float>& out, double scale = 1.0) {
+  Workload copy = w;
+  const ReferenceForward ref = reference_forward(copy.desc, copy.forward_args());
+  double worst = 0;
+  for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - scale * ref.out[i]));
+  return worst;
+}
+
+// The Error a call throws, as "<status>|<message>"; "" when it does not throw.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(status_name(e.status())) + "|" + e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// ---------------------------------------------------------------- a plugin built against ABI 1.0
+
+TEST(AbiCompat, OldHeaderPluginLoadsAsVersion10) {
+  auto lib = PluginLibrary::open(old_plugin());
+  EXPECT_EQ(lib->name(), "c_reference_v1_0");
+  EXPECT_EQ(lib->abi_version(), "1.0");
+  EXPECT_EQ(lib->api().struct_size, size_t{ATTNRT_PLUGIN_API_SIZE_V1_0});
+  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.1") << "the same source, built against 1.1";
+}
+
+TEST(AbiCompat, OldHeaderPluginComputesWhatTheNewBuildAndTheReferenceCompute) {
+  Backend old_backend(PluginLibrary::open(old_plugin()));
+  Backend new_backend(PluginLibrary::open(new_c_plugin()));
+  Workload w = small_workload();
+  ASSERT_EQ(old_backend.unsupported_reason(w.desc), "");
+  const std::vector<float> old_out = run(old_backend, w);
+  const std::vector<float> new_out = run(new_backend, w);
+  EXPECT_LT(max_error_vs_reference(w, old_out), 1e-5);
+  EXPECT_EQ(std::memcmp(old_out.data(), new_out.data(), old_out.size() * sizeof(float)), 0)
+      << "the same source gives the same bits under either header";
+}
+
+TEST(AbiCompat, OldHeaderPluginIsRefusedAnyExtensionByTheHost) {
+  Backend backend(PluginLibrary::open(old_plugin()));
+  Workload w = small_workload();
+  ASSERT_EQ(backend.unsupported_reason(w.desc), "") << "without extensions it is accepted";
+  for (const uint32_t flags : {0u, static_cast<uint32_t>(ATTNRT_EXTENSION_OPTIONAL)}) {
+    const attnrt_extension block{sizeof(attnrt_extension), kUnknownVendor, flags, nullptr};
+    w.desc.extensions = &block;
+    EXPECT_EQ(backend.unsupported_reason(w.desc), "built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1")
+        << "flags " << flags;
+    // The plugin itself cannot see the chain (its descriptor ends at cuda_arch) and would accept
+    // the call: the refusal is the host's, before the plugin's supports().
+    sdk::MessageBuffer why;
+    attnrt_instance* inst = nullptr;
+    const attnrt_plugin_api& api = backend.library().api();
+    attnrt_host_info host{sizeof host, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR, nullptr, nullptr};
+    ASSERT_EQ(api.create(&host, &inst, why.get()), ATTNRT_OK);
+    EXPECT_EQ(api.supports(inst, &w.desc, why.get()), ATTNRT_OK) << why.text();
+    api.destroy(inst);
+    // forward refuses too, and computes nothing.
+    w.out.fill_nan();
+    EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }),
+              "unsupported|c_reference_v1_0: forward: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1");
+    EXPECT_TRUE(std::isnan(w.out.data_as<float>()[0]));
+  }
+  w.desc.extensions = nullptr;
+  EXPECT_LT(max_error_vs_reference(w, run(backend, w)), 1e-5) << "and without them it computes again";
+}
+
+TEST(AbiCompat, AnAttnrtTypeNewerThanThePluginIsNotSentToIt) {
+  // Type 7 is in attnrt's own range but defined by no minor up to 1.1: a 1.1 plugin cannot know
+  // it, optional or not.
+  Backend backend(PluginLibrary::open(new_c_plugin()));
+  Workload w = small_workload();
+  const attnrt_extension block{sizeof(attnrt_extension), 7, ATTNRT_EXTENSION_OPTIONAL, nullptr};
+  w.desc.extensions = &block;
+  EXPECT_EQ(backend.unsupported_reason(w.desc),
+            "built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
+}
+
+TEST(AbiCompat, BackwardIsGatedToo) {
+  Backend eager(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so"));
+  ASSERT_TRUE(eager.has_backward());
+  WorkloadSpec spec;
+  spec.batch = 1;
+  spec.seqlen_q = 5;
+  spec.heads_q = 2;
+  spec.head_dim = 8;
+  spec.backward = true;
+  Workload b = make_workload(spec);
+  b.desc.device = DLDevice{kDLCPU, 0};
+  eager.forward(b.desc, b.forward_args(), 1);
+  EXPECT_EQ(error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }), "") << "the plain call runs";
+  b.dq.fill_nan();
+  const attnrt_extension block{sizeof(attnrt_extension), 7, 0, nullptr};
+  b.desc.extensions = &block;
+  EXPECT_EQ(error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
+            "unsupported|eager: backward: built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
+  EXPECT_TRUE(std::isnan(b.dq.data_as<float>()[0])) << "nothing computed";
+}
+
+// ---------------------------------------------------------------- 1.1 plugins
+
+// Required unknown: refused with a reason naming the type, forward UNSUPPORTED. Optional unknown:
+// accepted, the same bits as without it (and those are right).
+void expect_unknown_extensions_handled(const std::filesystem::path& lib, const std::string& required_reason) {
+  Backend backend(PluginLibrary::open(lib));
+  Workload w = small_workload();
+  const std::vector<float> plain = run(backend, w);
+  EXPECT_LT(max_error_vs_reference(w, plain), 1e-5);
+
+  attnrt_extension block{sizeof(attnrt_extension), kUnknownVendor, 0, nullptr};
+  w.desc.extensions = &block;
+  EXPECT_EQ(backend.unsupported_reason(w.desc), required_reason);
+  const std::string e = error_of([&] { backend.forward(w.desc, w.forward_args(), 1); });
+  EXPECT_EQ(e.rfind("unsupported|", 0), 0u) << e;
+  EXPECT_TRUE(contains(e, "0xa77e00ff")) << e;
+
+  block.flags = ATTNRT_EXTENSION_OPTIONAL;
+  EXPECT_EQ(backend.unsupported_reason(w.desc), "");
+  const std::vector<float> hinted = run(backend, w);
+  EXPECT_EQ(std::memcmp(plain.data(), hinted.data(), plain.size() * sizeof(float)), 0);
+}
+
+TEST(AbiCompat, CxxHelperPluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
+  const auto eager = test::plugins_dir() / "eager/libattnrt_eager.so";
+  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.1");
+  expect_unknown_extensions_handled(eager, "vendor extension 0xa77e00ff is required (not flagged "
+                                           "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");
+}
+
+TEST(AbiCompat, PlainC11PluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
+  expect_unknown_extensions_handled(new_c_plugin(), "required extension type 0xa77e00ff is not implemented");
+}
+
+TEST(AbiCompat, APluginHonoursTheExtensionItDeclares) {
+  Backend backend(PluginLibrary::open(ext_plugin()));
+  Workload w = small_workload();
+  EXPECT_LT(max_error_vs_reference(w, run(backend, w)), 1e-5);
+  attnrt_test_out_scale scale{{sizeof(attnrt_test_out_scale), ATTNRT_TEST_OUT_SCALE_TYPE, 0, nullptr}, -2.5f};
+  w.desc.extensions = &scale.header;
+  ASSERT_EQ(backend.unsupported_reason(w.desc), "");
+  EXPECT_LT(max_error_vs_reference(w, run(backend, w), -2.5), 1e-5) << "out scaled by the block's -2.5";
+  // Others refuse the same call instead of computing it unscaled.
+  Backend eager(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so"));
+  EXPECT_TRUE(contains(eager.unsupported_reason(w.desc), "vendor extension 0xa77e0001 is required")) << eager.unsupported_reason(w.desc);
+  // An unknown required block after it is still refused; an optional one is not.
+  attnrt_extension unknown{sizeof(attnrt_extension), kUnknownVendor, 0, nullptr};
+  scale.header.next = &unknown;
+  EXPECT_TRUE(contains(backend.unsupported_reason(w.desc), "vendor extension 0xa77e00ff is required"));
+  unknown.flags = ATTNRT_EXTENSION_OPTIONAL;
+  EXPECT_EQ(backend.unsupported_reason(w.desc), "");
+  EXPECT_LT(max_error_vs_reference(w, run(backend, w), -2.5), 1e-5);
+}
+
+// ---------------------------------------------------------------- malformed chains
+
+TEST(AbiCompat, AMalformedChainIsAnInvalidArgumentNotAFallback) {
+  Backend backend(PluginLibrary::open(new_c_plugin()));
+  Workload w = small_workload();
+  attnrt_extension a{sizeof(attnrt_extension), kUnknownVendor, ATTNRT_EXTENSION_OPTIONAL, nullptr};
+  a.next = &a;  // a cycle
+  w.desc.extensions = &a;
+  const std::string cycle = "desc.extensions: the chain has more than 64 blocks (ATTNRT_EXTENSION_CHAIN_MAX); is it a cycle?";
+  EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }), "invalid argument|c_reference: forward: " + cycle);
+  EXPECT_EQ(error_of([&] { (void)backend.unsupported_reason(w.desc); }), "invalid argument|" + cycle);
+  a.next = nullptr;
+  a.struct_size = 16;
+  EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }),
+            "invalid argument|c_reference: forward: desc.extensions: block 0 has struct_size 16, smaller than the "
+            "extension header's 24 bytes");
+  // Also for the old plugin: the chain is checked before the ABI gate.
+  Backend old_backend(PluginLibrary::open(old_plugin()));
+  EXPECT_EQ(error_of([&] { (void)old_backend.unsupported_reason(w.desc); }).rfind("invalid argument|desc.extensions: block 0", 0), 0u);
+}
+
+// ---------------------------------------------------------------- resolution
+
+class AbiResolution : public ::testing::Test {
+ protected:
+  Resolver make(std::vector<std::string> chain) {
+    Settings s;
+    s.fallback["cpu"] = std::move(chain);
+    const Deprecations d = Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))), "d.yaml");
+    return Resolver(registry_, s, d, {}, probe_devices().cpu);
+  }
+  Registry registry_{{test::plugins_dir(), fixtures() / "abi"}};
+};
+
+TEST_F(AbiResolution, TheOldPluginIsSkippedWithItsReasonAndTheChainFallsBack) {
+  Resolver r = make({"ext_reference", "eager"});
+  Workload w = small_workload();
+  Resolution plain = r.resolve("s", "c_reference_v1_0", w.desc);
+  ASSERT_TRUE(plain.ok()) << plain.error;
+  EXPECT_EQ(plain.chosen, "c_reference_v1_0") << "without extensions the old plugin serves the call";
+
+  attnrt_test_out_scale scale{{sizeof(attnrt_test_out_scale), ATTNRT_TEST_OUT_SCALE_TYPE, 0, nullptr}, 0.5f};
+  w.desc.extensions = &scale.header;
+  Resolution a = r.resolve("s", "c_reference_v1_0", w.desc);
+  ASSERT_TRUE(a.ok()) << a.error;
+  EXPECT_EQ(a.chosen, "ext_reference");
+  EXPECT_TRUE(a.fell_back);
+  ASSERT_EQ(a.attempts.size(), 2u);
+  EXPECT_EQ(a.attempts[0].candidate, "c_reference_v1_0");
+  EXPECT_EQ(a.attempts[0].reason, "built against ABI 1.0; vendor extension 0xa77e0001 needs ABI 1.1");
+  EXPECT_LT(max_error_vs_reference(w, run(*a.backend, w), 0.5), 1e-5);
+
+  // An optional hint: the old plugin is still skipped (it cannot tell a hint from a
+  // requirement); the next one that can ignore it takes the call.
+  const attnrt_extension hint{sizeof(attnrt_extension), kUnknownVendor, ATTNRT_EXTENSION_OPTIONAL, nullptr};
+  w.desc.extensions = &hint;
+  Resolution b = make({"eager"}).resolve("s", "c_reference_v1_0", w.desc);
+  ASSERT_TRUE(b.ok()) << b.error;
+  EXPECT_EQ(b.chosen, "eager");
+  EXPECT_EQ(b.attempts[0].reason, "built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1");
+}
+
+TEST_F(AbiResolution, NoCandidateForARequiredUnknownExtensionListsEveryReason) {
+  Resolver r = make({"ext_reference", "eager"});
+  Workload w = small_workload();
+  const attnrt_extension block{sizeof(attnrt_extension), kUnknownVendor, 0, nullptr};
+  w.desc.extensions = &block;
+  Resolution a = r.resolve("s", "c_reference_v1_0", w.desc);
+  EXPECT_FALSE(a.ok());
+  EXPECT_TRUE(contains(a.error, "- c_reference_v1_0: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1")) << a.error;
+  EXPECT_TRUE(contains(a.error, "- ext_reference: vendor extension 0xa77e00ff is required")) << a.error;
+  EXPECT_TRUE(contains(a.error, "- eager: vendor extension 0xa77e00ff is required")) << a.error;
+}
+
+// ---------------------------------------------------------------- attnrt check
+
+std::map<std::string, std::pair<std::string, std::string>> check_results(const std::filesystem::path& plugin, int* rc) {
+  const auto r = test::run_cli("check '" + plugin.string() + "' --json");
+  *rc = r.exit_code;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
+  std::map<std::string, std::pair<std::string, std::string>> m;
+  for (const auto& c : j["checks"]) m[c["name"]] = {c["result"].get<std::string>(), c["detail"].get<std::string>()};
+  return m;
+}
+
+TEST(AbiCheck, OldHeaderPluginPassesWithTheExtensionsCheckSkipped) {
+  int rc = -1;
+  const auto m = check_results(old_plugin().parent_path(), &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_TRUE(m.count("extensions"));
+  EXPECT_EQ(m.at("extensions").first, "SKIP");
+  EXPECT_TRUE(contains(m.at("extensions").second, "built against ABI 1.0")) << m.at("extensions").second;
+  EXPECT_EQ(m.at("numerics/cpu/fp32").first, "PASS") << m.at("numerics/cpu/fp32").second;
+}
+
+TEST(AbiCheck, Abi11PluginsPassTheExtensionsCheck) {
+  for (const auto& plugin : {ext_plugin().parent_path(), new_c_plugin().parent_path()}) {
+    int rc = -1;
+    const auto m = check_results(plugin, &rc);
+    EXPECT_EQ(rc, 0) << plugin;
+    ASSERT_TRUE(m.count("extensions")) << plugin;
+    EXPECT_EQ(m.at("extensions").first, "PASS") << plugin << ": " << m.at("extensions").second;
+    EXPECT_TRUE(contains(m.at("extensions").second, "0xffffffff")) << m.at("extensions").second;
+  }
+}
+
+TEST(AbiCheck, APluginThatIgnoresRequiredExtensionsFails) {
+  int rc = -1;
+  const auto m = check_results(fixtures() / "abi/ext_ignorer", &rc);
+  EXPECT_EQ(rc, 1);
+  ASSERT_TRUE(m.count("extensions"));
+  EXPECT_EQ(m.at("extensions").first, "FAIL");
+  EXPECT_TRUE(contains(m.at("extensions").second, "supports() accepted a required block of unknown vendor type 0xffffffff"))
+      << m.at("extensions").second;
+  EXPECT_EQ(m.at("numerics/cpu/fp32").first, "PASS") << "only the extensions check fails";
+}
+
+}  // namespace
+}  // namespace attnrt
