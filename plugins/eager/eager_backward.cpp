@@ -27,14 +27,14 @@ void backward(const kernels::BackwardProblem& p, float* workspace, int num_threa
     const int64_t b = item / d.heads_kv, hk = item % d.heads_kv;
     const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
     float* ws = workspace + static_cast<size_t>(kernels::omp_thread()) * per_thread;
-    float* k = ws;                                                 // [k_len, hd]
-    float* v = k + static_cast<size_t>(d.seqlen_k) * hd;           // [k_len, hv]
-    float* q = v + static_cast<size_t>(d.seqlen_k) * hv;           // [hd]
-    float* o = q + hd;                                             // [hv] out row
-    float* dk = o + hv;                                            // [k_len, hd]
-    float* dv = dk + static_cast<size_t>(d.seqlen_k) * hd;         // [k_len, hv]
-    float* dout = dv + static_cast<size_t>(d.seqlen_k) * hv;       // [hv]
-    float* dq = dout + hv;                                         // [hd]
+    float* k = ws;                                            // [k_len, hd]
+    float* v = k + static_cast<size_t>(d.seqlen_k) * hd;      // [k_len, hv]
+    float* q = v + static_cast<size_t>(d.seqlen_k) * hv;      // [hd]
+    float* o = q + hd;                                        // [hv] out row
+    float* dk = o + hv;                                       // [k_len, hd]
+    float* dv = dk + static_cast<size_t>(d.seqlen_k) * hd;    // [k_len, hv]
+    float* dout = dv + static_cast<size_t>(d.seqlen_k) * hv;  // [hv]
+    float* dq = dout + hv;                                    // [hd]
     for (int64_t j = 0; j < k_len; ++j) {
       kernels::load_row(p.k.row(b, j, hk), d.dtype, k + j * hd, hd);
       kernels::load_row(p.v.row(b, j, hk), d.dtype, v + j * hv, hv);

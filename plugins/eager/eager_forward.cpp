@@ -24,8 +24,8 @@ size_t workspace_floats_shared(const attnrt_attention_desc& d, bool backward) {
 namespace {
 
 // Loads rows [0, n) of head h of sequence b from t into dst [n, dim] as float.
-void load_rows(const kernels::RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t n,
-               int64_t dim, float* dst) {
+void load_rows(const kernels::RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t n, int64_t dim,
+               float* dst) {
   for (int64_t j = 0; j < n; ++j) kernels::load_row(t.row(b, j, h), dtype, dst + j * dim, dim);
 }
 
@@ -42,11 +42,11 @@ void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads
     const int64_t b = item / d.heads_kv, hk = item % d.heads_kv;
     const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
     float* ws = workspace + static_cast<size_t>(kernels::omp_thread()) * per_thread;
-    float* scores = ws;                                  // [q_len, k_len]
+    float* scores = ws;                                                // [q_len, k_len]
     float* k = scores + static_cast<size_t>(d.seqlen_q) * d.seqlen_k;  // [k_len, hd]
-    float* v = k + static_cast<size_t>(d.seqlen_k) * hd; // [k_len, hv]
-    float* q = v + static_cast<size_t>(d.seqlen_k) * hv; // [hd]
-    float* o = q + hd;                                   // [hv]
+    float* v = k + static_cast<size_t>(d.seqlen_k) * hd;               // [k_len, hv]
+    float* q = v + static_cast<size_t>(d.seqlen_k) * hv;               // [hd]
+    float* o = q + hd;                                                 // [hv]
     load_rows(p.k, d.dtype, b, hk, k_len, hd, k);
     load_rows(p.v, d.dtype, b, hk, k_len, hv, v);
 

@@ -29,8 +29,7 @@ struct Score {
   float capped;  // after softcap, before ALiBi: softcap * tanh(x / softcap), or x without softcap
 };
 
-inline Score score(float qk, float scale, float softcap, float slope, int64_t i, int64_t j,
-                   int64_t diag_offset) {
+inline Score score(float qk, float scale, float softcap, float slope, int64_t i, int64_t j, int64_t diag_offset) {
   float x = qk * scale;
   if (softcap > 0.0f) x = softcap * std::tanh(x / softcap);
   const float capped = x;

@@ -1,9 +1,9 @@
 // The eager plugin's C++ class: capabilities, support query, workspace and dispatch.
 #include "eager_kernels.hpp"
 
-#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_kernels/reference_capabilities.hpp>
 
 #include <string>
 
@@ -19,12 +19,10 @@ class EagerPlugin {
   static constexpr const char* kDescription =
       "materialized scores on the CPU: the readable reference and debugging path";
 
-  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
-      .devices = ATTNRT_DEVICE_BIT_CPU,
-      .dtypes = kernels::kReferenceDtypes,
-      .features = kernels::kReferenceFeatures,
-      .max_head_dim = kMaxHeadDim});
-
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,
+                                                                          .dtypes = kernels::kReferenceDtypes,
+                                                                          .features = kernels::kReferenceFeatures,
+                                                                          .max_head_dim = kMaxHeadDim});
 
   std::string supports(const attnrt_attention_desc& d) const {
     // The score matrix of one head is materialized: refuse what would not fit in 4 GiB.
@@ -38,8 +36,7 @@ class EagerPlugin {
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {
     const size_t threads = static_cast<size_t>(kernels::resolve_threads(num_threads));
-    return sizeof(float) * (threads * workspace_floats_per_thread(d, backward) +
-                            workspace_floats_shared(d, backward));
+    return sizeof(float) * (threads * workspace_floats_per_thread(d, backward) + workspace_floats_shared(d, backward));
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
@@ -56,7 +53,6 @@ class EagerPlugin {
     sdk::require_workspace(e, workspace_size(d, true, threads), threads);
     eager::backward(kernels::make_backward_problem(d, a), static_cast<float*>(e.workspace), threads);
   }
-
 };
 
 }  // namespace

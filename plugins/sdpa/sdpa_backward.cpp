@@ -79,18 +79,23 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
   const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group(), bk = t.bwd_k, bq = t.bwd_q;
   const int64_t total_q = p.lengths.cu_q ? p.lengths.cu_q[d.batch] : static_cast<int64_t>(d.batch) * d.seqlen_q;
   const size_t per_thread = backward_floats_per_thread(d);
-  float* D = workspace + per_thread * static_cast<size_t>(num_threads);  // [heads_q, total_q]
-  float* q_rows = D + static_cast<size_t>(d.heads_q) * total_q;          // [heads_q, total_q, hd_pad]
+  float* D = workspace + per_thread * static_cast<size_t>(num_threads);             // [heads_q, total_q]
+  float* q_rows = D + static_cast<size_t>(d.heads_q) * total_q;                     // [heads_q, total_q, hd_pad]
   float* dout_rows = q_rows + static_cast<size_t>(d.heads_q) * total_q * t.hd_pad;  // [.., hv_pad]
   float* kv_tiles = dout_rows + static_cast<size_t>(d.heads_q) * total_q * t.hv_pad;
   const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
   const int64_t tile_floats = static_cast<int64_t>(backward_tile_floats(d));
-  float* dsink_partial = kv_tiles + static_cast<size_t>(d.batch) * tiles_per_seq * d.heads_kv * tile_floats;  // [batch, heads_q]
+  float* dsink_partial =
+      kv_tiles + static_cast<size_t>(d.batch) * tiles_per_seq * d.heads_kv * tile_floats;  // [batch, heads_q]
   const int64_t batch_heads = static_cast<int64_t>(d.batch) * d.heads_q;
   // Packed operands of query rows (b, i..) of head h, and of key tile (b, hk, kb).
   auto q_at = [&](int64_t b, int64_t h, int64_t i) { return q_rows + (h * total_q + packed_row(p, b, i)) * t.hd_pad; };
-  auto dout_at = [&](int64_t b, int64_t h, int64_t i) { return dout_rows + (h * total_q + packed_row(p, b, i)) * t.hv_pad; };
-  auto tile_at = [&](int64_t b, int64_t hk, int64_t kb) { return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats; };
+  auto dout_at = [&](int64_t b, int64_t h, int64_t i) {
+    return dout_rows + (h * total_q + packed_row(p, b, i)) * t.hv_pad;
+  };
+  auto tile_at = [&](int64_t b, int64_t hk, int64_t kb) {
+    return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats;
+  };
 
   // Pass 0: D and the sink gradient dsink_h = -sum_i exp(sink_h - lse_i) D_i.
 #pragma omp parallel for num_threads(num_threads) schedule(static)
@@ -117,12 +122,13 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
   const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
   for (int64_t item = 0; item < pack_items; ++item) {
-    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv, b = item / tiles_per_seq / d.heads_kv;
+    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv,
+                  b = item / tiles_per_seq / d.heads_kv;
     const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
     if (nk <= 0) continue;
     float* tile = tile_at(b, hk, kb);
-    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);                 // k^T [hd, bk]
-    pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, tile + hd * bk, t.hd_pad);       // k [bk, hd_pad]
+    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);                            // k^T [hd, bk]
+    pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, tile + hd * bk, t.hd_pad);                 // k [bk, hd_pad]
     pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, tile + hd * bk + bk * t.hd_pad, bk);  // v^T [hv, bk]
   }
 
@@ -160,8 +166,8 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
         if (!any) continue;
         const float* q = q_at(b, h, q0);
         const float* dout = dout_at(b, h, q0);
-        gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);            // s = q k^T
-        gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);        // dp = dout v^T
+        gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);      // s = q k^T
+        gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);  // dp = dout v^T
         probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
         gemm_accumulate(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq);  // dv += p^T dout
         gemm_accumulate(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq);    // dk += ds^T q

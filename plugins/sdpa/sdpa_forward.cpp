@@ -52,7 +52,8 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
   const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
   for (int64_t item = 0; item < pack_items; ++item) {
-    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv, b = item / tiles_per_seq / d.heads_kv;
+    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv,
+                  b = item / tiles_per_seq / d.heads_kv;
     const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
     if (nk <= 0) continue;
     float* tile = tile_of(b, hk, kb);
@@ -70,10 +71,10 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     const int64_t rows = group * nq;
 
     float* q = workspace + static_cast<size_t>(omp_thread()) * per_thread;  // [rows, hd_pad]
-    float* s = q + t.rows * t.hd_pad;                                        // [rows, bk]
-    float* o = s + t.rows * bk;                                              // [rows, hv_pad]
-    float* m = o + t.rows * t.hv_pad;                                        // [rows]
-    float* l = m + t.rows;                                                   // [rows]
+    float* s = q + t.rows * t.hd_pad;                                       // [rows, bk]
+    float* o = s + t.rows * bk;                                             // [rows, hv_pad]
+    float* m = o + t.rows * t.hv_pad;                                       // [rows]
+    float* l = m + t.rows;                                                  // [rows]
     std::vector<TileRow> row_info(rows);
 
     // Row r of the tile is query q0 + r % nq of head hk * group + r / nq.

@@ -13,13 +13,13 @@ namespace attnrt::plugins::sdpa {
 // Tile shape for one descriptor. A forward tile stacks `group` heads of `block_q` queries, so
 // the K/V tile packed once serves every query head that shares it (GQA/MQA).
 struct Tiles {
-  int64_t block_q;   // queries per head in a forward tile
-  int64_t rows;      // rows of a forward tile: group * block_q
-  int64_t block_k;   // keys per tile, a multiple of kGemmTileN
-  int64_t bwd_q;     // queries per backward tile
-  int64_t bwd_k;     // keys per backward tile, a multiple of kGemmTileN
-  int64_t hd_pad;    // head_dim rounded up to kGemmTileN
-  int64_t hv_pad;    // head_dim_v rounded up to kGemmTileN
+  int64_t block_q;  // queries per head in a forward tile
+  int64_t rows;     // rows of a forward tile: group * block_q
+  int64_t block_k;  // keys per tile, a multiple of kGemmTileN
+  int64_t bwd_q;    // queries per backward tile
+  int64_t bwd_k;    // keys per backward tile, a multiple of kGemmTileN
+  int64_t hd_pad;   // head_dim rounded up to kGemmTileN
+  int64_t hv_pad;   // head_dim_v rounded up to kGemmTileN
 };
 
 Tiles tiles_for(const attnrt_attention_desc& desc);

@@ -3,9 +3,9 @@
 // cannot run.
 #include "sdpa_kernels.hpp"
 
-#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt_kernels/threads.hpp>
 #include <attnrt_kernels/tile.hpp>
 
@@ -39,11 +39,11 @@ class SdpaPlugin {
   static constexpr const char* kDescription =
       "tiled online softmax on the CPU (FlashAttention-2's algorithm), O(seqlen) memory, multithreaded";
 
-  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
-      .devices = ATTNRT_DEVICE_BIT_CPU,
-      .dtypes = kernels::kReferenceDtypes,
-      .features = kernels::kReferenceFeatures,
-      .max_head_dim = static_cast<int32_t>(kernels::kMaxTileHeadDim)});
+  static constexpr attnrt_capabilities kCapabilities =
+      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,
+                         .dtypes = kernels::kReferenceDtypes,
+                         .features = kernels::kReferenceFeatures,
+                         .max_head_dim = static_cast<int32_t>(kernels::kMaxTileHeadDim)});
 
   explicit SdpaPlugin(const attnrt_host_info& /*host*/) : cpu_gap_(cpu_gap()) {}
 

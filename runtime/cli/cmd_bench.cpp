@@ -9,11 +9,11 @@
 #include "options.hpp"
 #include "table.hpp"
 
-#include <attnrt/runtime/backend.hpp>
 #include <attnrt/harness/device_workload.hpp>
+#include <attnrt/harness/timing.hpp>
+#include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
-#include <attnrt/harness/timing.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -100,8 +100,8 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
         w.desc.deterministic = b.deterministic ? 1 : 0;
         DeviceWorkload dw(w, device.dl);
         const double flops = 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd * (causal ? 0.5 : 1.0);
-        const std::string base = fmt::format("D{}_S{}_B{}_H{}_{}", hd, seqlen, spec.batch, spec.heads_q,
-                                             causal ? "causal" : "full");
+        const std::string base =
+            fmt::format("D{}_S{}_B{}_H{}_{}", hd, seqlen, spec.batch, spec.heads_q, causal ? "causal" : "full");
         for (auto& [name, backend] : backends) {
           auto time = [&](const std::function<void()>& fn) {
             return median_call_ms(device.dl, nullptr, b.warmup, b.iterations, fn);
@@ -119,7 +119,8 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
                 attnrt_forward_args fa = dw.forward_args();
                 attnrt_backward_args ba = dw.backward_args();
                 backend->forward(w.desc, fa, 0);  // backward reads out and lse
-                ms = bwd ? time([&] { backend->backward(w.desc, ba, 0); }) : time([&] { backend->forward(w.desc, fa, 0); });
+                ms = bwd ? time([&] { backend->backward(w.desc, ba, 0); })
+                         : time([&] { backend->forward(w.desc, fa, 0); });
               } catch (const Error& e) {
                 why = e.what();
               }

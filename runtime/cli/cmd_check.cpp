@@ -15,7 +15,8 @@
 namespace attnrt::cli {
 
 int check_command(const CommonArgs& args) {
-  if (args.positional.empty()) throw Error("attnrt check needs a plugin: a name, a .so path, a plugin directory or org/name");
+  if (args.positional.empty())
+    throw Error("attnrt check needs a plugin: a name, a .so path, a plugin directory or org/name");
   CommonArgs rest = args;
   const std::string plugin = rest.positional.front();
   rest.positional.erase(rest.positional.begin());
@@ -30,9 +31,13 @@ int check_command(const CommonArgs& args) {
     out << to_junit_xml(report);
   }
   if (args.json) {
-    nlohmann::json j{{"plugin", report.plugin}, {"library", report.library}, {"passed", report.passed()}, {"checks", nlohmann::json::array()}};
+    nlohmann::json j{{"plugin", report.plugin},
+                     {"library", report.library},
+                     {"passed", report.passed()},
+                     {"checks", nlohmann::json::array()}};
     for (const auto& c : report.checks) {
-      j["checks"].push_back({{"name", c.name}, {"result", status_word(c.status)}, {"detail", c.detail}, {"seconds", c.seconds}});
+      j["checks"].push_back(
+          {{"name", c.name}, {"result", status_word(c.status)}, {"detail", c.detail}, {"seconds", c.seconds}});
     }
     std::puts(j.dump(2).c_str());
   } else {

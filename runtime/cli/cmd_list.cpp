@@ -26,7 +26,8 @@ attnrt_attention_desc probe_desc(const attnrt_capabilities& caps, const DeviceIn
             : (caps.dtypes & ATTNRT_DTYPE_BIT_FP32)                                   ? ATTNRT_DTYPE_FP32
             : (caps.dtypes & ATTNRT_DTYPE_BIT_FP16)                                   ? ATTNRT_DTYPE_FP16
                                                                                       : ATTNRT_DTYPE_BF16;
-  d.head_dim = d.head_dim_v = std::clamp(64, std::max(1, caps.min_head_dim), caps.max_head_dim > 0 ? caps.max_head_dim : 64);
+  d.head_dim = d.head_dim_v =
+      std::clamp(64, std::max(1, caps.min_head_dim), caps.max_head_dim > 0 ? caps.max_head_dim : 64);
   d.heads_q = d.heads_kv = 1;
   d.batch = 1;
   d.seqlen_q = d.seqlen_k = 128;
@@ -77,17 +78,23 @@ int list_command(const CommonArgs& args) {
       Backend backend(lib);
       for (const DeviceInfo* dev : devices) {
         const std::string reason = backend.unsupported_reason(probe_desc(caps, *dev));
-        if (reason.empty()) usable.push_back(dev->label());
-        else why_not.push_back(dev->label() + ": " + reason);
+        if (reason.empty())
+          usable.push_back(dev->label());
+        else
+          why_not.push_back(dev->label() + ": " + reason);
       }
       if (!(caps.devices & ATTNRT_DEVICE_BIT_CPU) && inv.cuda.empty()) why_not.push_back("cuda: " + inv.cuda_status);
       std::string here = usable.empty() ? "no" : "yes (" + fmt::format("{}", fmt::join(usable, ", ")) + ")";
       if (usable.empty() && !why_not.empty()) here += " - " + fmt::format("{}", fmt::join(why_not, "; "));
       table.add({rec.name, lib->version(), lib->abi_version(), describe_devices(caps), describe_dtypes(caps.dtypes),
                  describe_features(caps.features), here, rec.library.string()});
-      p.update({{"version", lib->version()}, {"abi", lib->abi_version()}, {"devices", describe_devices(caps)},
-                {"dtypes", describe_dtypes(caps.dtypes)}, {"features", describe_features(caps.features)},
-                {"usable_on", usable}, {"not_usable", why_not},
+      p.update({{"version", lib->version()},
+                {"abi", lib->abi_version()},
+                {"devices", describe_devices(caps)},
+                {"dtypes", describe_dtypes(caps.dtypes)},
+                {"features", describe_features(caps.features)},
+                {"usable_on", usable},
+                {"not_usable", why_not},
                 {"description", lib->api().description ? lib->api().description : ""}});
     } catch (const Error& e) {
       table.add({rec.name, "?", "?", "?", "?", "?", std::string("no - ") + e.what(), rec.library.string()});
@@ -98,24 +105,35 @@ int list_command(const CommonArgs& args) {
   for (const std::string& problem : reg.scan_problems()) j["scan_problems"].push_back(problem);
 
   // The device matrix, from capabilities and the configured chains.
-  std::vector<Column> columns = {{"cpu", false, 0, &inv.cpu}, {"cuda sm80", true, 80, nullptr}, {"cuda sm90", true, 90, nullptr}};
+  std::vector<Column> columns = {
+      {"cpu", false, 0, &inv.cpu}, {"cuda sm80", true, 80, nullptr}, {"cuda sm90", true, 90, nullptr}};
   for (const auto& d : inv.cuda) {
     bool found = false;
     for (Column& c : columns) {
-      if (c.cuda && c.arch == d.cuda_arch) { c.here = &d; found = true; }
+      if (c.cuda && c.arch == d.cuda_arch) {
+        c.here = &d;
+        found = true;
+      }
     }
     if (!found) columns.push_back({fmt::format("cuda sm{}", d.cuda_arch), true, d.cuda_arch, &d});
   }
   std::vector<std::string> names;
   std::set<std::string> seen;
-  auto add_name = [&](const std::string& n) { if (seen.insert(n).second) names.push_back(n); };
-  for (const char* n : {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention", "paged_attention"}) add_name(n);
+  auto add_name = [&](const std::string& n) {
+    if (seen.insert(n).second) names.push_back(n);
+  };
+  for (const char* n : {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention", "paged_attention"})
+    add_name(n);
   for (const auto& rec : reg.plugins()) add_name(rec.name);
-  for (const auto& [dev, chain] : rt.settings().fallback) for (const auto& n : chain) add_name(n);
+  for (const auto& [dev, chain] : rt.settings().fallback)
+    for (const auto& n : chain) add_name(n);
 
   auto usable_on = [&](const std::string& name, const Column& col, std::string* why) -> bool {
     const PluginRecord* rec = reg.find(name, col.cuda ? "cuda" : "cpu");
-    if (!rec) { *why = "not installed"; return false; }
+    if (!rec) {
+      *why = "not installed";
+      return false;
+    }
     try {
       auto lib = reg.load(*rec);
       *why = caps_gap(lib->capabilities(), col.cuda, col.arch);
@@ -144,7 +162,10 @@ int list_command(const CommonArgs& args) {
         std::string target;
         for (const std::string& c : rt.settings().fallback_chain(dev)) {
           std::string ignored;
-          if (c != name && usable_on(c, col, &ignored)) { target = c; break; }
+          if (c != name && usable_on(c, col, &ignored)) {
+            target = c;
+            break;
+          }
         }
         cell = (target.empty() ? "no fallback" : "-> " + target) + " (" + why + ")";
       }

@@ -4,9 +4,9 @@
 #include "options.hpp"
 #include "table.hpp"
 
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
-#include <attnrt/harness/workload.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,9 +16,9 @@ namespace attnrt::cli {
 nlohmann::json resolution_json(const Resolution& r) {
   nlohmann::json attempts = nlohmann::json::array();
   for (const Attempt& a : r.attempts) attempts.push_back({{"candidate", a.candidate}, {"rejected_because", a.reason}});
-  return {{"site", r.site},         {"requested", r.requested}, {"normalized", r.normalized},
-          {"device", r.device},     {"chosen", r.chosen},       {"fell_back", r.fell_back},
-          {"attempts", attempts},   {"notes", r.notes},         {"error", r.error}};
+  return {{"site", r.site},       {"requested", r.requested}, {"normalized", r.normalized},
+          {"device", r.device},   {"chosen", r.chosen},       {"fell_back", r.fell_back},
+          {"attempts", attempts}, {"notes", r.notes},         {"error", r.error}};
 }
 
 std::string rejected_summary(const Resolution& r) {
@@ -33,7 +33,8 @@ int resolve_command(const CommonArgs& args) {
   Runtime rt(runtime_options(args));
   const WorkloadSpec spec = read_workload(rt.config(), Runtime::data_dir(), nullptr);
   Workload workload = make_workload(spec);
-  if (rt.sites().sites.empty()) throw Error("the configuration has no attention site (no attn_implementation or override_config)");
+  if (rt.sites().sites.empty())
+    throw Error("the configuration has no attention site (no attn_implementation or override_config)");
 
   nlohmann::json j = nlohmann::json::array();
   Table table({"SITE", "REQUESTED", "FROM", "DEVICE", "CHOSEN", "REJECTED (REASON)"});

@@ -5,8 +5,8 @@
 #include "options.hpp"
 #include "table.hpp"
 
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/run_job.hpp>
+#include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
 #include <attnrt/validate.hpp>
 
@@ -19,7 +19,10 @@ namespace {
 std::string bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
-  while (b >= 1024 && u < 3) { b /= 1024; ++u; }
+  while (b >= 1024 && u < 3) {
+    b /= 1024;
+    ++u;
+  }
   return fmt::format("{:.1f} {}", b, units[u]);
 }
 
@@ -46,14 +49,17 @@ int run_command(const CommonArgs& args) {
   const WorkloadSpec spec = read_workload(rt.config(), Runtime::data_dir(), &warnings);
   for (const auto& w : warnings) fmt::print(stderr, "WARNING: {}\n", w);
   Workload workload = make_workload(spec);
-  if (rt.sites().sites.empty()) throw Error("the configuration has no attention site (no attn_implementation or override_config)");
+  if (rt.sites().sites.empty())
+    throw Error("the configuration has no attention site (no attn_implementation or override_config)");
   RunOptions options;
   options.num_threads = args.threads > 0 ? args.threads : rt.settings().num_threads;
   if (args.iterations > 0) options.iterations = args.iterations;
 
   nlohmann::json j;
-  j["workload"] = {{"source", workload.source}, {"call", describe_call(workload.desc, workload)},
-                   {"forward_flops", workload.forward_flops}, {"tokens", workload.total_q}};
+  j["workload"] = {{"source", workload.source},
+                   {"call", describe_call(workload.desc, workload)},
+                   {"forward_flops", workload.forward_flops},
+                   {"tokens", workload.total_q}};
   j["sites"] = nlohmann::json::array();
   Table table({"SITE", "BACKEND", "FWD ms", "FWD TFLOP/s", "tokens/s", "BWD ms", "BWD TFLOP/s", "WORKSPACE", "PEAK RSS",
                "MAX ERR out/lse", "MAX ERR dq/dk/dv", "STATUS"});
@@ -62,16 +68,30 @@ int run_command(const CommonArgs& args) {
   for (const Site& site : rt.sites().sites) {
     const SiteRun r = run_site(rt.resolver(), site.name, site.value, workload, spec, options);
     nlohmann::json e = resolution_json(r.resolution);
-    e.update({{"ran", r.ran}, {"passed", r.passed}, {"forward_ms", r.forward_ms}, {"forward_tflops", r.forward_tflops},
-              {"tokens_per_s", r.tokens_per_s}, {"backward_ms", r.backward_ms}, {"backward_tflops", r.backward_tflops},
-              {"workspace_bytes", r.workspace_bytes}, {"tensor_bytes", r.tensor_bytes}, {"peak_rss_kb", r.peak_rss_kb},
-              {"max_error", {{"out", r.err_out}, {"lse", r.err_lse}, {"dq", r.err_dq}, {"dk", r.err_dk}, {"dv", r.err_dv},
-                             {"dsinks", r.err_dsinks}}},
-              {"tolerance", {{"out", r.tol_out}, {"grad", r.tol_grad}}}, {"run_error", r.error}});
+    e.update({{"ran", r.ran},
+              {"passed", r.passed},
+              {"forward_ms", r.forward_ms},
+              {"forward_tflops", r.forward_tflops},
+              {"tokens_per_s", r.tokens_per_s},
+              {"backward_ms", r.backward_ms},
+              {"backward_tflops", r.backward_tflops},
+              {"workspace_bytes", r.workspace_bytes},
+              {"tensor_bytes", r.tensor_bytes},
+              {"peak_rss_kb", r.peak_rss_kb},
+              {"max_error",
+               {{"out", r.err_out},
+                {"lse", r.err_lse},
+                {"dq", r.err_dq},
+                {"dk", r.err_dk},
+                {"dv", r.err_dv},
+                {"dsinks", r.err_dsinks}}},
+              {"tolerance", {{"out", r.tol_out}, {"grad", r.tol_grad}}},
+              {"run_error", r.error}});
     if (r.err_vs_model) e["max_error_vs_source_model"] = *r.err_vs_model;
     j["sites"].push_back(e);
     if (!r.passed) ++failures;
-    const std::string backend = r.resolution.ok() ? r.resolution.chosen + (r.resolution.fell_back ? " (fallback)" : "") : "(none)";
+    const std::string backend =
+        r.resolution.ok() ? r.resolution.chosen + (r.resolution.fell_back ? " (fallback)" : "") : "(none)";
     if (!r.ran) {
       table.add({site.name, backend, "-", "-", "-", "-", "-", "-", "-", "-", "-", "FAIL"});
       notes.push_back(site.name + ": " + r.error);
@@ -82,9 +102,11 @@ int run_command(const CommonArgs& args) {
                fmt::format("{:.3g}", r.tokens_per_s), bwd ? fmt::format("{:.3f}", r.backward_ms) : "-",
                bwd ? fmt::format("{:.3f}", r.backward_tflops) : "-", bytes(static_cast<double>(r.workspace_bytes)),
                bytes(r.peak_rss_kb * 1024.0), fmt::format("{:.2e}/{:.2e}", r.err_out, r.err_lse),
-               bwd ? fmt::format("{:.2e}/{:.2e}/{:.2e}", r.err_dq, r.err_dk, r.err_dv) : "-", r.passed ? "PASS" : "FAIL"});
+               bwd ? fmt::format("{:.2e}/{:.2e}/{:.2e}", r.err_dq, r.err_dk, r.err_dv) : "-",
+               r.passed ? "PASS" : "FAIL"});
     if (r.err_vs_model) {
-      notes.push_back(fmt::format("{}: max |out - source model's own attention output| = {:.2e}", site.name, *r.err_vs_model));
+      notes.push_back(
+          fmt::format("{}: max |out - source model's own attention output| = {:.2e}", site.name, *r.err_vs_model));
     }
     if (!r.passed) notes.push_back(site.name + ": " + r.error);
   }

@@ -22,8 +22,8 @@ struct CommonArgs {
   int threads = 0;
   int iterations = 0;  // 0: the workload's own
   bool matrix = false;
-  std::string junit;    // check: JUnit XML output file
-  double timeout = 0;   // check: seconds per check (0: default)
+  std::string junit;   // check: JUnit XML output file
+  double timeout = 0;  // check: seconds per check (0: default)
 };
 
 // attnrt bench: the FlashAttention papers' shapes (see cmd_bench.cpp).

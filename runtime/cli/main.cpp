@@ -3,10 +3,10 @@
 
 #include <attnrt/runtime/error.hpp>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -18,9 +18,9 @@ namespace {
 class UpperLevelFlag : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    const char* name = msg.level == spdlog::level::warn ? "WARNING"
-                       : msg.level == spdlog::level::err ? "ERROR"
-                       : msg.level == spdlog::level::info ? "INFO"
+    const char* name = msg.level == spdlog::level::warn    ? "WARNING"
+                       : msg.level == spdlog::level::err   ? "ERROR"
+                       : msg.level == spdlog::level::info  ? "INFO"
                        : msg.level == spdlog::level::debug ? "DEBUG"
                                                            : "TRACE";
     dest.append(name, name + std::char_traits<char>::length(name));
@@ -40,8 +40,9 @@ void setup_logging(const std::string& level) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"attnrt: a plugin-based attention runtime. Resolves attn_implementation values from YAML "
-               "configuration (with Hydra-style overrides) to attention plugins and runs them."};
+  CLI::App app{
+      "attnrt: a plugin-based attention runtime. Resolves attn_implementation values from YAML "
+      "configuration (with Hydra-style overrides) to attention plugins and runs them."};
   app.require_subcommand(1);
   bool verbose = false;
   std::string log_level = "info";
@@ -55,27 +56,37 @@ int main(int argc, char** argv) {
   list->add_flag("--json", args.json, "Print JSON");
   list->add_option("args", args.positional, "Optional CONFIG (for plugin_dirs and fallback chains) and overrides");
 
-  auto* resolve = app.add_subcommand("resolve", "Show the backend each attention site resolves to, with every fallback reason");
-  resolve->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...]  e.g. +critic.model.override_config.attn_implementation=eager");
+  auto* resolve =
+      app.add_subcommand("resolve", "Show the backend each attention site resolves to, with every fallback reason");
+  resolve->add_option("args", args.positional,
+                      "[CONFIG.yaml] [OVERRIDES...]  e.g. +critic.model.override_config.attn_implementation=eager");
   resolve->add_flag("--json", args.json, "Print JSON");
 
-  auto* run = app.add_subcommand("run", "Run every attention site's backend on the configured workload, check and time it");
+  auto* run =
+      app.add_subcommand("run", "Run every attention site's backend on the configured workload, check and time it");
   run->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...]; no CONFIG: the embedded default");
   run->add_flag("--json", args.json, "Print JSON");
-  run->add_option("--threads", args.threads, "CPU threads per call (0: attnrt.num_threads)")->check(CLI::NonNegativeNumber);
+  run->add_option("--threads", args.threads, "CPU threads per call (0: attnrt.num_threads)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--iterations", args.iterations, "Timed repeats (0: the workload's)")->check(CLI::NonNegativeNumber);
 
-  auto* check = app.add_subcommand("check", "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
-                                           "support query, bad arguments, threads, determinism (each check in a child process)");
-  check->add_option("args", args.positional, "PLUGIN (name, .so path, plugin directory or org/name) [CONFIG.yaml] [OVERRIDES...]")
+  auto* check =
+      app.add_subcommand("check",
+                         "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
+                         "support query, bad arguments, threads, determinism (each check in a child process)");
+  check
+      ->add_option("args", args.positional,
+                   "PLUGIN (name, .so path, plugin directory or org/name) [CONFIG.yaml] [OVERRIDES...]")
       ->required();
   check->add_flag("--json", args.json, "Print JSON");
   check->add_option("--junit", args.junit, "Also write JUnit XML to this file");
-  check->add_option("--timeout", args.timeout, "Seconds per check before it counts as hung")->check(CLI::PositiveNumber);
+  check->add_option("--timeout", args.timeout, "Seconds per check before it counts as hung")
+      ->check(CLI::PositiveNumber);
 
   attnrt::cli::BenchArgs bench_args;
-  auto* bench = app.add_subcommand("bench", "Time backends on FlashAttention's benchmark shapes (CUDA events on a GPU); "
-                                            "TFLOP/s per case, CSV/JSON");
+  auto* bench = app.add_subcommand("bench",
+                                   "Time backends on FlashAttention's benchmark shapes (CUDA events on a GPU); "
+                                   "TFLOP/s per case, CSV/JSON");
   bench->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...] (e.g. attnrt.device=cuda)");
   bench->add_option("--backends", bench_args.backends, "Comma-separated plugin names")->capture_default_str();
   bench->add_option("--hdim", bench_args.hdims, "Comma-separated head dims")->capture_default_str();
@@ -83,9 +94,15 @@ int main(int argc, char** argv) {
   bench->add_option("--mask", bench_args.masks, "none, causal or both")->capture_default_str();
   bench->add_option("--dtype", bench_args.dtype, "fp16, bf16 or fp32")->capture_default_str();
   bench->add_option("--tokens", bench_args.tokens, "batch x seqlen")->capture_default_str()->check(CLI::PositiveNumber);
-  bench->add_option("--hidden", bench_args.hidden, "heads x head_dim")->capture_default_str()->check(CLI::PositiveNumber);
-  bench->add_option("--warmup", bench_args.warmup, "Untimed calls first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  bench->add_option("--iterations", bench_args.iterations, "Timed calls (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_option("--hidden", bench_args.hidden, "heads x head_dim")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--warmup", bench_args.warmup, "Untimed calls first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--iterations", bench_args.iterations, "Timed calls (median)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   bench->add_flag("!--no-forward", bench_args.forward, "Skip the forward pass");
   bench->add_flag("!--no-backward", bench_args.backward, "Skip the backward pass");
   bench->add_flag("--deterministic", bench_args.deterministic,

@@ -7,14 +7,16 @@ namespace attnrt::cli {
 RuntimeOptions runtime_options(const CommonArgs& args) {
   RuntimeOptions options;
   for (const std::string& a : args.positional) {
-    const bool yaml_name = a.size() > 5 && (a.compare(a.size() - 5, 5, ".yaml") == 0 || a.compare(a.size() - 4, 4, ".yml") == 0);
+    const bool yaml_name =
+        a.size() > 5 && (a.compare(a.size() - 5, 5, ".yaml") == 0 || a.compare(a.size() - 4, 4, ".yml") == 0);
     const bool is_override = a.find('=') != std::string::npos || (a.rfind("~", 0) == 0 && !yaml_name);
     if (!is_override && (yaml_name || std::filesystem::is_regular_file(a))) {
       options.config_files.emplace_back(a);
     } else if (is_override) {
       options.overrides.push_back(a);
     } else {
-      throw Error("argument '" + a + "' is neither a config file (.yaml) nor an override (key=value, +key=value, "
+      throw Error("argument '" + a +
+                  "' is neither a config file (.yaml) nor an override (key=value, +key=value, "
                   "++key=value, ~key)");
     }
   }

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   const std::filesystem::path output = argv[2];
   std::vector<std::string> aliases;
   for (int i = 3; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--alias") != 0 || i + 1 >= argc) return fail(std::string("unexpected argument '") + argv[i] + "'");
+    if (std::strcmp(argv[i], "--alias") != 0 || i + 1 >= argc)
+      return fail(std::string("unexpected argument '") + argv[i] + "'");
     aliases.emplace_back(argv[++i]);
     if (!valid_name(aliases.back())) return fail("alias '" + aliases.back() + "' must match [a-z0-9_]+");
   }
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
   if (api == nullptr || api->struct_size < ATTNRT_STRUCT_SIZE(attnrt_plugin_api, capabilities)) {
     return fail(library.string() + ": the entry point returned no usable function table");
   }
-  if (api->name == nullptr || !valid_name(api->name)) return fail(library.string() + ": plugin name must match [a-z0-9_]+");
+  if (api->name == nullptr || !valid_name(api->name))
+    return fail(library.string() + ": plugin name must match [a-z0-9_]+");
 
   std::string devices;
   if (api->capabilities != nullptr) {

@@ -23,7 +23,8 @@ nlohmann::json check_json(const std::string& plugin, int* exit_code) {
 
 std::map<std::string, std::string> results(const nlohmann::json& j) {
   std::map<std::string, std::string> m;
-  for (const auto& c : j["checks"]) m[c["name"]] = c["result"].get<std::string>() + ": " + c["detail"].get<std::string>();
+  for (const auto& c : j["checks"])
+    m[c["name"]] = c["result"].get<std::string>() + ": " + c["detail"].get<std::string>();
   return m;
 }
 
@@ -34,8 +35,9 @@ TEST(Check, ShippedPluginsPass) {
     EXPECT_EQ(rc, 0) << j.dump(2);
     EXPECT_TRUE(j["passed"].get<bool>());
     const auto m = results(j);
-    for (const char* name : {"load", "exports", "abi", "manifest", "create", "numerics/cpu/fp32", "numerics/cpu/bf16",
-                             "support-query", "bad-arguments/null-q", "bad-arguments/wrong-device", "threads", "deterministic"}) {
+    for (const char* name :
+         {"load", "exports", "abi", "manifest", "create", "numerics/cpu/fp32", "numerics/cpu/bf16", "support-query",
+          "bad-arguments/null-q", "bad-arguments/wrong-device", "threads", "deterministic"}) {
       ASSERT_TRUE(m.count(name)) << plugin << " lacks check " << name;
       EXPECT_EQ(m.at(name).rfind("PASS", 0), 0u) << plugin << " " << name << ": " << m.at(name);
     }
@@ -60,7 +62,8 @@ TEST(Check, MissingEntrySymbol) {
   int rc = -1;
   const auto m = results(check_json((fixtures() / "broken/libattnrt_no_entry.so").string(), &rc));
   EXPECT_EQ(rc, 1);
-  EXPECT_TRUE(contains(m.at("load"), "FAIL: ") && contains(m.at("load"), "does not export 'attnrt_plugin_entry'")) << m.at("load");
+  EXPECT_TRUE(contains(m.at("load"), "FAIL: ") && contains(m.at("load"), "does not export 'attnrt_plugin_entry'"))
+      << m.at("load");
   EXPECT_TRUE(contains(m.at("exports"), "found 0 symbol(s)")) << m.at("exports");
 }
 
@@ -68,15 +71,18 @@ TEST(Check, PluginThatAdvertisesAFeatureItComputesWrongly) {
   int rc = -1;
   const auto m = results(check_json((fixtures() / "broken/liar").string(), &rc));
   EXPECT_EQ(rc, 1);
-  EXPECT_TRUE(contains(m.at("numerics/cpu/fp32"), "FAIL: softcap: max |out - fp64 reference|")) << m.at("numerics/cpu/fp32");
+  EXPECT_TRUE(contains(m.at("numerics/cpu/fp32"), "FAIL: softcap: max |out - fp64 reference|"))
+      << m.at("numerics/cpu/fp32");
   EXPECT_EQ(m.at("load").rfind("PASS", 0), 0u);
 }
 
 TEST(Check, CrashOnBadInputIsAFailedCheckNotACrashOfTheKit) {
   const auto r = run_cli("check " + (fixtures() / "broken/crasher").string() + " --junit /dev/stdout");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "bad-arguments/null-q          FAIL    crashed with signal Segmentation fault (11)")) << r.output;
-  EXPECT_TRUE(contains(r.output, "bad-arguments/wrong-dtype     FAIL    accepted the call and returned ATTNRT_OK")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bad-arguments/null-q          FAIL    crashed with signal Segmentation fault (11)"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "bad-arguments/wrong-dtype     FAIL    accepted the call and returned ATTNRT_OK"))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "<testcase classname=\"attnrt.check\" name=\"bad-arguments/null-q\"")) << r.output;
   EXPECT_TRUE(contains(r.output, "<failure message=\"crashed with signal")) << r.output;
   EXPECT_TRUE(contains(r.output, "numerics/cpu/fp32             PASS")) << "other checks still run: " << r.output;
@@ -89,7 +95,8 @@ TEST(Check, UnknownPluginIsOneClearError) {
 }
 
 TEST(ElfExports, ReadsTheDynamicSymbolTable) {
-  EXPECT_EQ(elf_exported_symbols(test::plugins_dir() / "sdpa/libattnrt_sdpa.so"), std::vector<std::string>{"attnrt_plugin_entry"});
+  EXPECT_EQ(elf_exported_symbols(test::plugins_dir() / "sdpa/libattnrt_sdpa.so"),
+            std::vector<std::string>{"attnrt_plugin_entry"});
   EXPECT_THROW(elf_exported_symbols(fixtures() / "broken/libnot_a_library.so"), std::exception);
 }
 

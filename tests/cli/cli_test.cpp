@@ -24,7 +24,9 @@ TEST(Cli, RunsTheEmbeddedDefault) {
 }
 
 TEST(Cli, VerlActorEagerOverrideCriticDefaultChain) {
-  const auto r = run_cli("run configs/examples/verl_ppo.yaml +actor_rollout_ref.model.override_config.attn_implementation=eager --json --iterations 2");
+  const auto r = run_cli(
+      "run configs/examples/verl_ppo.yaml +actor_rollout_ref.model.override_config.attn_implementation=eager --json "
+      "--iterations 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Logs went to stderr (merged here); the JSON is the last object printed.
   const auto j = nlohmann::json::parse(r.output.substr(r.output.find("{\n")));
@@ -42,13 +44,16 @@ TEST(Cli, VerlActorEagerOverrideCriticDefaultChain) {
     EXPECT_LT(s["max_error_vs_source_model"].get<double>(), 1e-5) << "matches the model's own attention output";
   }
   EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable on cpu: " +
-                                     test::fa2_reason_on_cpu())) << r.output;
+                                     test::fa2_reason_on_cpu()))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "Falling back to 'sdpa'")) << r.output;
 }
 
 TEST(Cli, PathToAPluginDirectoryLoadsThatPlugin) {
   const std::string dir = (test::fixtures() / "hf_style/c_reference_hf").string();
-  const auto r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=" + dir + " --json");
+  const auto r = run_cli(
+      "resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=" +
+      dir + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output.substr(r.output.find("[\n")));
   EXPECT_EQ(j[0]["chosen"], "c_reference");
@@ -73,23 +78,32 @@ TEST(Cli, StrictWithAnUnavailableBackendListsEveryReason) {
 
 TEST(Cli, HubNameFromThePluginPath) {
   const std::string env = "ATTNRT_PLUGIN_PATH='" + (test::fixtures() / "hub").string() + "'";
-  auto r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=acme/c_reference", env);
+  auto r = run_cli(
+      "resolve configs/examples/verl_ppo_eager.yaml "
+      "actor_rollout_ref.model.override_config.attn_implementation=acme/c_reference",
+      env);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "c_reference")) << r.output;
-  r = run_cli("resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=acme/nothing", env);
+  r = run_cli(
+      "resolve configs/examples/verl_ppo_eager.yaml "
+      "actor_rollout_ref.model.override_config.attn_implementation=acme/nothing",
+      env);
   EXPECT_TRUE(contains(r.output, "attnrt never downloads plugins")) << r.output;
 }
 
 TEST(Cli, SeedExamplesResolve) {
   auto r = run_cli("resolve configs/examples/train_gpt2_deprecated_flag.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "'use_flash_attention' is deprecated; use 'attn_implementation: flash_attention_2'")) << r.output;
+  EXPECT_TRUE(contains(r.output, "'use_flash_attention' is deprecated; use 'attn_implementation: flash_attention_2'"))
+      << r.output;
   r = run_cli("resolve configs/examples/nanogpt_attention_backend.yaml attention_backend=manual");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "'manual' is a deprecated name; use 'eager'")) << r.output;
   // The example's path points into the default build folder; give it this build's plugin dir.
-  r = run_cli("run configs/examples/sink_plugin_path.yaml --iterations 1 actor_rollout_ref.model.override_config.attn_implementation=" +
-              (test::plugins_dir() / "sdpa").string());
+  r = run_cli(
+      "run configs/examples/sink_plugin_path.yaml --iterations 1 "
+      "actor_rollout_ref.model.override_config.attn_implementation=" +
+      (test::plugins_dir() / "sdpa").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "window (128, 0) sinks")) << r.output;
   EXPECT_TRUE(contains(r.output, "attention backend: sdpa")) << r.output;
@@ -97,15 +111,20 @@ TEST(Cli, SeedExamplesResolve) {
 }
 
 TEST(Cli, MisspelledKeyGetsDidYouMean) {
-  const auto r = run_cli("resolve configs/examples/verl_ppo.yaml +critic.model.override_config.attn_implementaton=eager");
-  EXPECT_TRUE(contains(r.output, "unknown key 'attn_implementaton' next to an attention site; did you mean 'attn_implementation'?"))
+  const auto r =
+      run_cli("resolve configs/examples/verl_ppo.yaml +critic.model.override_config.attn_implementaton=eager");
+  EXPECT_TRUE(contains(
+      r.output, "unknown key 'attn_implementaton' next to an attention site; did you mean 'attn_implementation'?"))
       << r.output;
 }
 
 TEST(Cli, ErrorsAreOneClearLineAndNonZero) {
-  auto r = run_cli("run configs/examples/verl_ppo.yaml actor_rollout_ref.model.override_config.attn_implementation=eager");
+  auto r =
+      run_cli("run configs/examples/verl_ppo.yaml actor_rollout_ref.model.override_config.attn_implementation=eager");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.output, "error: override 'actor_rollout_ref.model.override_config.attn_implementation=eager': key")) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "error: override 'actor_rollout_ref.model.override_config.attn_implementation=eager': key"))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "use '+actor_rollout_ref")) << r.output;
 
   test::TempDir dir;
@@ -124,7 +143,8 @@ TEST(Cli, BenchTimesNamedBackendsAndWritesCsv) {
   const bool fa2 = test::fa2_reason_on_cpu() != "not installed";  // built with nvcc
   const auto r = run_cli(std::string("bench --backends sdpa,eager") + (fa2 ? ",flash_attention_2" : "") +
                          " --dtype fp32 --hdim 32 --seqlen 64,128 --mask causal --tokens 256 --hidden 64 --warmup 0"
-                         " --iterations 2 --csv " + csv);
+                         " --iterations 2 --csv " +
+                         csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(csv);
   std::string line, all;

@@ -6,23 +6,23 @@
 // itself must sit within the dtype's tolerance. Inputs are fresh random normals per case,
 // outputs are poisoned with NaN before each call, and NaN never passes. Plugins come from the
 // folder next to libattnrt, so the test runs unchanged from a carried install.
-#include <attnrt/runtime/backend.hpp>
-#include <attnrt/runtime/device.hpp>
 #include <attnrt/harness/device_workload.hpp>
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/reference.hpp>
-#include <attnrt/runtime/registry.hpp>
 #include <attnrt/harness/run_job.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/device.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/registry.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,7 +63,8 @@ class Gpu {
   Gpu() {
     const DeviceInventory& inv = probe_devices();
     if (inv.cuda.empty()) {
-      skip_reason = "no CUDA device here (" + inv.cuda_status + "); GPU tests run on the GPU machine (tools/gpu_suite.sh)";
+      skip_reason =
+          "no CUDA device here (" + inv.cuda_status + "); GPU tests run on the GPU machine (tools/gpu_suite.sh)";
       return;
     }
     device = inv.cuda.front();
@@ -121,8 +122,10 @@ class ScopedEnv {
 
  private:
   void set(const char* value) {
-    if (value) setenv(name_, value, 1);
-    else unsetenv(name_);
+    if (value)
+      setenv(name_, value, 1);
+    else
+      unsetenv(name_);
   }
   const char* name_;
   std::optional<std::string> old_;
@@ -163,9 +166,9 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
     int deterministic;
     bool split;
   };
-  for (const Path& path : {Path{"single-pass backward", "_single", 0, false},
-                           Path{"deterministic backward", "", 1, false},
-                           Path{"split single-pass backward", "_split", 0, true}}) {
+  for (const Path& path :
+       {Path{"single-pass backward", "_single", 0, false}, Path{"deterministic backward", "", 1, false},
+        Path{"split single-pass backward", "_split", 0, true}}) {
     if (path.split && spec.head_dim > 128) continue;  // the split kernel is already their only one
     SCOPED_TRACE(path.name);
     const ScopedEnv force("ATTNRT_FA2_BACKWARD", path.split ? "split" : nullptr);

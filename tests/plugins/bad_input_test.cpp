@@ -1,9 +1,9 @@
 // Bad arguments come back as errors that name the tensor and the expectation, never a crash
 // or a silently wrong result: through the runtime (which validates first) and straight through
 // each plugin's C function table (which must validate on its own).
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 
@@ -146,7 +146,8 @@ TEST(BadInput, MalformedCuSeqlensAreCaught) {
     test::builtin_backend("sdpa")->forward(w.desc, a);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cu_seqlens_q: sequence 0 has length 9 > max_seqlen 7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cu_seqlens_q: sequence 0 has length 9 > max_seqlen 7"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -3,9 +3,9 @@
 // FlashAttention's tests: eager's error in the call's dtype is within the dtype's tolerance,
 // and sdpa's error is at most 2x eager's plus a small floor. Outputs are poisoned with NaN
 // first, inputs are fresh random normals, and NaN never passes.
-#include <attnrt/runtime/backend.hpp>
 #include <attnrt/harness/reference.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/backend.hpp>
 #include <attnrt/validate.hpp>
 
 #include <gtest/gtest.h>
@@ -128,7 +128,9 @@ double eager_tolerance(attnrt_dtype dtype) {
   }
   return 0;
 }
-double floor_of(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP32 ? 2e-6 : dtype == ATTNRT_DTYPE_FP16 ? 2e-4 : 2e-3; }
+double floor_of(attnrt_dtype dtype) {
+  return dtype == ATTNRT_DTYPE_FP32 ? 2e-6 : dtype == ATTNRT_DTYPE_FP16 ? 2e-4 : 2e-3;
+}
 
 struct Errors {
   double out = 0, lse = 0, dq = 0, dk = 0, dv = 0, dsinks = 0;
@@ -177,14 +179,18 @@ TEST_P(Numerics, ForwardAndBackwardMatchTheFp64Reference) {
     if (w.desc.has_sinks) e.dsinks = max_abs_error(*w.dsinks.dl(), gref.dsinks);
   }
   const double tol = eager_tolerance(dtype), fl = floor_of(dtype);
-  struct Check { const char* what; double eager, sdpa, scale; };
+  struct Check {
+    const char* what;
+    double eager, sdpa, scale;
+  };
   std::vector<Check> checks = {{"out", errors["eager"].out, errors["sdpa"].out, max_abs(ref.out)},
                                {"lse", errors["eager"].lse, errors["sdpa"].lse, 1.0}};
   if (backward) {
     checks.push_back({"dq", errors["eager"].dq, errors["sdpa"].dq, max_abs(gref.dq)});
     checks.push_back({"dk", errors["eager"].dk, errors["sdpa"].dk, max_abs(gref.dk)});
     checks.push_back({"dv", errors["eager"].dv, errors["sdpa"].dv, max_abs(gref.dv)});
-    if (w.desc.has_sinks) checks.push_back({"dsinks", errors["eager"].dsinks, errors["sdpa"].dsinks, max_abs(gref.dsinks)});
+    if (w.desc.has_sinks)
+      checks.push_back({"dsinks", errors["eager"].dsinks, errors["sdpa"].dsinks, max_abs(gref.dsinks)});
   }
   for (const Check& k : checks) {
     // LSE is float32 for every dtype and computed in float32.
@@ -231,7 +237,8 @@ TEST(Determinism, SdpaBackwardIsBitIdenticalAcrossRepeatsAndThreadCounts) {
       continue;
     }
     for (size_t i = 0; i < now.size(); ++i) {
-      EXPECT_EQ(std::memcmp(now[i].data(), first[i].data(), now[i].nbytes()), 0) << "tensor " << i << ", threads " << threads;
+      EXPECT_EQ(std::memcmp(now[i].data(), first[i].data(), now[i].nbytes()), 0)
+          << "tensor " << i << ", threads " << threads;
     }
   }
 }

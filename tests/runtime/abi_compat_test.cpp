@@ -122,8 +122,9 @@ TEST(AbiCompat, OldHeaderPluginIsRefusedAnyExtensionByTheHost) {
     api.destroy(inst);
     // forward refuses too, and computes nothing.
     w.out.fill_nan();
-    EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }),
-              "unsupported|c_reference_v1_0: forward: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1");
+    EXPECT_EQ(
+        error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }),
+        "unsupported|c_reference_v1_0: forward: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1");
     EXPECT_TRUE(std::isnan(w.out.data_as<float>()[0]));
   }
   w.desc.extensions = nullptr;
@@ -157,8 +158,9 @@ TEST(AbiCompat, BackwardIsGatedToo) {
   b.dq.fill_nan();
   const attnrt_extension block{sizeof(attnrt_extension), 7, 0, nullptr};
   b.desc.extensions = &block;
-  EXPECT_EQ(error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
-            "unsupported|eager: backward: built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
+  EXPECT_EQ(
+      error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
+      "unsupported|eager: backward: built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
   EXPECT_TRUE(std::isnan(b.dq.data_as<float>()[0])) << "nothing computed";
 }
 
@@ -188,8 +190,9 @@ void expect_unknown_extensions_handled(const std::filesystem::path& lib, const s
 TEST(AbiCompat, CxxHelperPluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
   const auto eager = test::plugins_dir() / "eager/libattnrt_eager.so";
   ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.1");
-  expect_unknown_extensions_handled(eager, "vendor extension 0xa77e00ff is required (not flagged "
-                                           "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");
+  expect_unknown_extensions_handled(eager,
+                                    "vendor extension 0xa77e00ff is required (not flagged "
+                                    "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");
 }
 
 TEST(AbiCompat, PlainC11PluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
@@ -206,7 +209,8 @@ TEST(AbiCompat, APluginHonoursTheExtensionItDeclares) {
   EXPECT_LT(max_error_vs_reference(w, run(backend, w), -2.5), 1e-5) << "out scaled by the block's -2.5";
   // Others refuse the same call instead of computing it unscaled.
   Backend eager(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so"));
-  EXPECT_TRUE(contains(eager.unsupported_reason(w.desc), "vendor extension 0xa77e0001 is required")) << eager.unsupported_reason(w.desc);
+  EXPECT_TRUE(contains(eager.unsupported_reason(w.desc), "vendor extension 0xa77e0001 is required"))
+      << eager.unsupported_reason(w.desc);
   // An unknown required block after it is still refused; an optional one is not.
   attnrt_extension unknown{sizeof(attnrt_extension), kUnknownVendor, 0, nullptr};
   scale.header.next = &unknown;
@@ -224,8 +228,10 @@ TEST(AbiCompat, AMalformedChainIsAnInvalidArgumentNotAFallback) {
   attnrt_extension a{sizeof(attnrt_extension), kUnknownVendor, ATTNRT_EXTENSION_OPTIONAL, nullptr};
   a.next = &a;  // a cycle
   w.desc.extensions = &a;
-  const std::string cycle = "desc.extensions: the chain has more than 64 blocks (ATTNRT_EXTENSION_CHAIN_MAX); is it a cycle?";
-  EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }), "invalid argument|c_reference: forward: " + cycle);
+  const std::string cycle =
+      "desc.extensions: the chain has more than 64 blocks (ATTNRT_EXTENSION_CHAIN_MAX); is it a cycle?";
+  EXPECT_EQ(error_of([&] { backend.forward(w.desc, w.forward_args(), 1); }),
+            "invalid argument|c_reference: forward: " + cycle);
   EXPECT_EQ(error_of([&] { (void)backend.unsupported_reason(w.desc); }), "invalid argument|" + cycle);
   a.next = nullptr;
   a.struct_size = 16;
@@ -234,7 +240,10 @@ TEST(AbiCompat, AMalformedChainIsAnInvalidArgumentNotAFallback) {
             "extension header's 24 bytes");
   // Also for the old plugin: the chain is checked before the ABI gate.
   Backend old_backend(PluginLibrary::open(old_plugin()));
-  EXPECT_EQ(error_of([&] { (void)old_backend.unsupported_reason(w.desc); }).rfind("invalid argument|desc.extensions: block 0", 0), 0u);
+  EXPECT_EQ(error_of([&] {
+              (void)old_backend.unsupported_reason(w.desc);
+            }).rfind("invalid argument|desc.extensions: block 0", 0),
+            0u);
 }
 
 // ---------------------------------------------------------------- resolution
@@ -244,7 +253,8 @@ class AbiResolution : public ::testing::Test {
   Resolver make(std::vector<std::string> chain) {
     Settings s;
     s.fallback["cpu"] = std::move(chain);
-    const Deprecations d = Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))), "d.yaml");
+    const Deprecations d =
+        Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))), "d.yaml");
     return Resolver(registry_, s, d, {}, probe_devices().cpu);
   }
   Registry registry_{{test::plugins_dir(), fixtures() / "abi"}};
@@ -285,7 +295,8 @@ TEST_F(AbiResolution, NoCandidateForARequiredUnknownExtensionListsEveryReason) {
   w.desc.extensions = &block;
   Resolution a = r.resolve("s", "c_reference_v1_0", w.desc);
   EXPECT_FALSE(a.ok());
-  EXPECT_TRUE(contains(a.error, "- c_reference_v1_0: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1")) << a.error;
+  EXPECT_TRUE(contains(a.error, "- c_reference_v1_0: built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1"))
+      << a.error;
   EXPECT_TRUE(contains(a.error, "- ext_reference: vendor extension 0xa77e00ff is required")) << a.error;
   EXPECT_TRUE(contains(a.error, "- eager: vendor extension 0xa77e00ff is required")) << a.error;
 }
@@ -328,7 +339,8 @@ TEST(AbiCheck, APluginThatIgnoresRequiredExtensionsFails) {
   EXPECT_EQ(rc, 1);
   ASSERT_TRUE(m.count("extensions"));
   EXPECT_EQ(m.at("extensions").first, "FAIL");
-  EXPECT_TRUE(contains(m.at("extensions").second, "supports() accepted a required block of unknown vendor type 0xffffffff"))
+  EXPECT_TRUE(
+      contains(m.at("extensions").second, "supports() accepted a required block of unknown vendor type 0xffffffff"))
       << m.at("extensions").second;
   EXPECT_EQ(m.at("numerics/cpu/fp32").first, "PASS") << "only the extensions check fails";
 }

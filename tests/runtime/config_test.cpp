@@ -35,13 +35,9 @@ TEST(Config, ParseErrorNamesFileLineColumn) {
   }
 }
 
-TEST(Config, TopLevelMustBeAMapping) {
-  EXPECT_THROW(Config::from_string("- a\n- b\n", "list.yaml"), Error);
-}
+TEST(Config, TopLevelMustBeAMapping) { EXPECT_THROW(Config::from_string("- a\n- b\n", "list.yaml"), Error); }
 
-TEST(Config, MissingFileIsAnError) {
-  EXPECT_THROW(Config::from_file("/nonexistent/attnrt.yaml"), Error);
-}
+TEST(Config, MissingFileIsAnError) { EXPECT_THROW(Config::from_file("/nonexistent/attnrt.yaml"), Error); }
 
 TEST(Config, LaterLayersWinAndMappingsMerge) {
   Config base = Config::from_string("a: {x: 1, y: 2}\nlist: [1, 2, 3]\n", "base.yaml");

@@ -1,10 +1,10 @@
 // Plugin loading: the good plugin, and every way a file can fail to be one.
+#include <attnrt/harness/host_tensor.hpp>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
-#include <attnrt/harness/host_tensor.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 #include <attnrt/runtime/registry.hpp>
-#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 
@@ -108,7 +108,8 @@ TEST(Registry, ManifestNameMustMatchTheLibrary) {
     reg.load(*rec);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("library calls itself 'c_reference' but its manifest"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("library calls itself 'c_reference' but its manifest"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -116,7 +117,8 @@ TEST(Registry, PathFormsAndHfConfigJson) {
   Registry reg({});
   EXPECT_TRUE(reg.record_for_path(fixtures() / "hf_style/c_reference_hf").manifest.has_value());
   EXPECT_EQ(reg.record_for_path(fixtures() / "hf_style/c_reference_hf").manifest->source.filename(), "config.json");
-  EXPECT_EQ(reg.record_for_path(fixtures() / "loose/libloose_c_reference.so").library.filename(), "libloose_c_reference.so");
+  EXPECT_EQ(reg.record_for_path(fixtures() / "loose/libloose_c_reference.so").library.filename(),
+            "libloose_c_reference.so");
   EXPECT_THROW(reg.record_for_path("/nonexistent/plugin"), Error);
 }
 

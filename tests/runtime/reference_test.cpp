@@ -48,9 +48,10 @@ struct Tiny {
 
 TEST(Reference, TwoKeysByHand) {
   Tiny t(1, 2, 2);
-  t.q.set(0, 1);                                   // q = [1, 0]
-  t.k.set(0, 1); t.k.set(3, 1);                    // k = [[1, 0], [0, 1]] -> s = [1, 0]
-  for (int i = 0; i < 4; ++i) t.v.set(i, i + 1);   // v = [[1, 2], [3, 4]]
+  t.q.set(0, 1);  // q = [1, 0]
+  t.k.set(0, 1);
+  t.k.set(3, 1);                                  // k = [[1, 0], [0, 1]] -> s = [1, 0]
+  for (int i = 0; i < 4; ++i) t.v.set(i, i + 1);  // v = [[1, 2], [3, 4]]
   const ReferenceForward r = reference_forward(t.d, t.args());
   const double e = std::exp(1.0), p0 = e / (e + 1), p1 = 1 / (e + 1);
   EXPECT_NEAR(r.out[0], p0 * 1 + p1 * 3, 1e-15);
@@ -61,7 +62,8 @@ TEST(Reference, TwoKeysByHand) {
 TEST(Reference, SinkJoinsOnlyTheDenominator) {
   Tiny t(1, 2, 2);
   t.q.set(0, 1);
-  t.k.set(0, 1); t.k.set(3, 1);
+  t.k.set(0, 1);
+  t.k.set(3, 1);
   for (int i = 0; i < 4; ++i) t.v.set(i, i + 1);
   t.d.has_sinks = 1;
   t.sinks.set(0, 0.5);
@@ -150,7 +152,9 @@ TEST(Reference, BackwardMatchesFiniteDifferences) {
 
 TEST(Reference, ErrorHelpers) {
   HostTensor t({3}, dl_float32());
-  t.set(0, 1); t.set(1, 2); t.set(2, 3);
+  t.set(0, 1);
+  t.set(1, 2);
+  t.set(2, 3);
   EXPECT_DOUBLE_EQ(max_abs_error(*t.dl(), {1, 2, 3.5}), 0.5);
   t.set(1, std::nan(""));
   EXPECT_TRUE(std::isnan(max_abs_error(*t.dl(), {1, 2, 3})));

@@ -33,7 +33,8 @@ class Resolution_ : public ::testing::Test {
     s.strict = strict;
     s.fallback["cpu"] = {"sdpa", "eager"};
     s.fallback["cuda"] = {"flash_attention_2", "sdpa", "eager"};
-    const Deprecations d = Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))), "d.yaml");
+    const Deprecations d =
+        Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))), "d.yaml");
     return Resolver(registry_, s, d, std::move(rules), probe_devices().cpu);
   }
   Registry registry_{{test::plugins_dir(), fixtures() / "plugins", fixtures() / "hub"}};
@@ -124,7 +125,8 @@ TEST_F(Resolution_, OtherAbiMajorIsRefusedNamingBothVersions) {
   Resolution a = r.resolve("s", (fixtures() / "broken/libattnrt_abi2.so").string(), small_desc());
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a.fell_back);
-  EXPECT_NE(a.attempts[0].reason.find("2.3 is incompatible with this runtime's ABI 1.1"), std::string::npos) << a.attempts[0].reason;
+  EXPECT_NE(a.attempts[0].reason.find("2.3 is incompatible with this runtime's ABI 1.1"), std::string::npos)
+      << a.attempts[0].reason;
 }
 
 TEST_F(Resolution_, HubNameUnderTheSearchPath) {
@@ -133,7 +135,8 @@ TEST_F(Resolution_, HubNameUnderTheSearchPath) {
   Resolution miss = r.resolve("s", "kernels-community/vllm-flash-attn3", small_desc());
   ASSERT_TRUE(miss.ok());
   EXPECT_EQ(miss.chosen, "sdpa");
-  EXPECT_NE(miss.attempts[0].reason.find("attnrt never downloads plugins"), std::string::npos) << miss.attempts[0].reason;
+  EXPECT_NE(miss.attempts[0].reason.find("attnrt never downloads plugins"), std::string::npos)
+      << miss.attempts[0].reason;
   EXPECT_NE(miss.attempts[0].reason.find("kernels-community/vllm-flash-attn3"), std::string::npos);
 }
 

@@ -48,7 +48,8 @@ TEST(Sites, DeprecatedBooleanFlag) {
   ASSERT_EQ(s.sites.size(), 1u);
   EXPECT_EQ(s.sites[0].value, "flash_attention_2");
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_NE(s.warnings[0].find("c.yaml:2:1: 'use_flash_attention' is deprecated; use 'attn_implementation: flash_attention_2'"),
+  EXPECT_NE(s.warnings[0].find(
+                "c.yaml:2:1: 'use_flash_attention' is deprecated; use 'attn_implementation: flash_attention_2'"),
             std::string::npos)
       << s.warnings[0];
   EXPECT_EQ(scan("use_flash_attention: false\n", "auto").sites[0].value, "auto");
@@ -84,9 +85,7 @@ TEST(Sites, MisspelledOverrideConfig) {
   EXPECT_NE(s.warnings[0].find("did you mean 'override_config'?"), std::string::npos) << s.warnings[0];
 }
 
-TEST(Sites, ValuesMustBeStrings) {
-  EXPECT_THROW(scan("attn_implementation: [eager, sdpa]\n"), Error);
-}
+TEST(Sites, ValuesMustBeStrings) { EXPECT_THROW(scan("attn_implementation: [eager, sdpa]\n"), Error); }
 
 TEST(Sites, UnrelatedKeysGetNoWarning) {
   EXPECT_TRUE(scan("trainer:\n  experiment_name: x\n  total_epochs: 3\nattn_implementation: eager\n").warnings.empty());

@@ -3,6 +3,7 @@
 // failed. Plugin-side failures come from the `failing` fixture, told which status to fail with
 // through desc.dropout_seed (tests/fixtures/plugins/broken_plugins.cpp).
 #include <attnrt/host_api.h>
+#include <attnrt/harness/workload.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/cuda_memory.hpp>
@@ -10,7 +11,6 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 #include <attnrt/runtime/runtime.hpp>
-#include <attnrt/harness/workload.hpp>
 
 #include <gtest/gtest.h>
 
@@ -66,8 +66,8 @@ testing::AssertionResult Throws(Fn&& fn, attnrt_status want, const std::string& 
     fn();
   } catch (const Error& e) {
     if (e.status() != want) {
-      return testing::AssertionFailure() << "status " << status_name(e.status()) << ", expected "
-                                         << status_name(want) << "; message: " << e.what();
+      return testing::AssertionFailure() << "status " << status_name(e.status()) << ", expected " << status_name(want)
+                                         << "; message: " << e.what();
     }
     if (std::string(e.what()).find(names) == std::string::npos) {
       return testing::AssertionFailure() << "message '" << e.what() << "' does not mention '" << names << "'";
@@ -163,8 +163,8 @@ TEST_F(StatusHostApi, InvalidArgumentForNullPointersWithAMessage) {
     MessageBuffer m;
     const char* overrides[] = {"attnrt.strict=true", nullptr};
     attnrt_runtime* rt = nullptr;
-    EXPECT_TRUE(HostFails(attnrt_runtime_create(nullptr, overrides, 2, &rt, m.get()), m,
-                          ATTNRT_ERROR_INVALID_ARGUMENT, "attnrt_runtime_create: overrides[1] must not be NULL"));
+    EXPECT_TRUE(HostFails(attnrt_runtime_create(nullptr, overrides, 2, &rt, m.get()), m, ATTNRT_ERROR_INVALID_ARGUMENT,
+                          "attnrt_runtime_create: overrides[1] must not be NULL"));
     EXPECT_EQ(rt, nullptr);
   }
   resolve("sdpa");
@@ -205,8 +205,8 @@ TEST(StatusCpp, UnsupportedForBackwardWithoutBackward) {
 TEST(StatusCpp, UnsupportedForALibraryThatIsNoUsablePlugin) {
   EXPECT_TRUE(Throws([] { PluginLibrary::open(fixtures() / "broken/libattnrt_abi2.so"); }, ATTNRT_ERROR_UNSUPPORTED,
                      "plugin ABI version 2.3 is incompatible"));
-  EXPECT_TRUE(Throws([] { PluginLibrary::open(fixtures() / "broken/libnot_a_library.so"); },
-                     ATTNRT_ERROR_UNSUPPORTED, "not a loadable shared library"));
+  EXPECT_TRUE(Throws([] { PluginLibrary::open(fixtures() / "broken/libnot_a_library.so"); }, ATTNRT_ERROR_UNSUPPORTED,
+                     "not a loadable shared library"));
 }
 
 TEST(StatusCpp, UnsupportedFromAPlugin) {
@@ -221,17 +221,18 @@ TEST(StatusCpp, UnsupportedFromAPlugin) {
 TEST_F(StatusHostApi, UnsupportedForAStrictResolutionFailure) {
   const char* strict[] = {"attnrt.device=cpu", "attnrt.strict=true"};
   ASSERT_EQ(attnrt_runtime_create(nullptr, strict, 2, &runtime_, message_.get()), ATTNRT_OK) << message_.text();
-  EXPECT_TRUE(HostFails(attnrt_resolve(runtime_, "attn_implementation", "flash_attention_3", &w_.desc, &backend_,
-                                       message_.get()),
-                        message_, ATTNRT_ERROR_UNSUPPORTED,
-                        "attn_implementation: strict mode: 'flash_attention_3' cannot be used on cpu"));
+  EXPECT_TRUE(HostFails(
+      attnrt_resolve(runtime_, "attn_implementation", "flash_attention_3", &w_.desc, &backend_, message_.get()),
+      message_, ATTNRT_ERROR_UNSUPPORTED,
+      "attn_implementation: strict mode: 'flash_attention_3' cannot be used on cpu"));
   EXPECT_EQ(backend_, nullptr);
 }
 
 TEST_F(StatusHostApi, UnsupportedForBackwardWithoutBackward) {
   resolve(kCReferenceDir.string());
   ASSERT_STREQ(attnrt_backend_name(backend_), "c_reference");
-  EXPECT_TRUE(HostFails(backward(), message_, ATTNRT_ERROR_UNSUPPORTED, "c_reference: the plugin implements no backward"));
+  EXPECT_TRUE(
+      HostFails(backward(), message_, ATTNRT_ERROR_UNSUPPORTED, "c_reference: the plugin implements no backward"));
 }
 
 TEST_F(StatusHostApi, UnsupportedFromAPlugin) {
@@ -265,9 +266,11 @@ TEST(StatusCpp, CudaAllocationIsDeviceWithoutCudaAndOutOfMemoryWithIt) {
   // Without a usable CUDA driver the allocation cannot even start (DEVICE); with one, 4 EiB is
   // more than any GPU has (CUDA_ERROR_OUT_OF_MEMORY).
   const bool have_cuda = !probe_devices().cuda.empty();
-  EXPECT_TRUE(Throws([] { CudaBuffer buffer(DLDevice{kDLCUDA, 0}, kHugeBytes); },
-                     have_cuda ? ATTNRT_ERROR_OUT_OF_MEMORY : ATTNRT_ERROR_DEVICE,
-                     have_cuda ? "CUDA error 2" : "CUDA"));
+  EXPECT_TRUE(Throws(
+      [] {
+        CudaBuffer buffer(DLDevice{kDLCUDA, 0}, kHugeBytes);
+      },
+      have_cuda ? ATTNRT_ERROR_OUT_OF_MEMORY : ATTNRT_ERROR_DEVICE, have_cuda ? "CUDA error 2" : "CUDA"));
 }
 
 TEST_F(StatusHostApi, DeviceFromAPlugin) {

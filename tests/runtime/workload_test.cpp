@@ -1,7 +1,7 @@
 // Workloads: the real fixture becomes a varlen call; random shapes, paged layout, FLOP count.
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/safetensors.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -72,7 +72,8 @@ TEST(Workload, ForwardFlopsCountVisiblePairs) {
 }
 
 TEST(Workload, ReadsAndChecksTheConfigSection) {
-  const Config c = Config::from_string("workload:\n  dtype: bf16\n  window: [4, 0]\n  seqlen_k: 64\n  bacward: false\n", "w.yaml");
+  const Config c =
+      Config::from_string("workload:\n  dtype: bf16\n  window: [4, 0]\n  seqlen_k: 64\n  bacward: false\n", "w.yaml");
   std::vector<std::string> warnings;
   const WorkloadSpec s = read_workload(c, "/nonexistent", &warnings);
   EXPECT_EQ(s.dtype, ATTNRT_DTYPE_BF16);
@@ -81,7 +82,8 @@ TEST(Workload, ReadsAndChecksTheConfigSection) {
   EXPECT_NE(warnings[0].find("w.yaml:5:3"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("did you mean 'backward'"), std::string::npos) << warnings[0];
   EXPECT_THROW(read_workload(Config::from_string("workload:\n  dtype: fp8\n", "w.yaml"), "/", nullptr), Error);
-  EXPECT_THROW(read_workload(Config::from_string("workload:\n  file: nope.safetensors\n", "w.yaml"), "/", nullptr), Error);
+  EXPECT_THROW(read_workload(Config::from_string("workload:\n  file: nope.safetensors\n", "w.yaml"), "/", nullptr),
+               Error);
 }
 
 }  // namespace

@@ -202,7 +202,9 @@ class Adapter : public ::testing::Test {
     g_seen = nullptr;
   }
   void TearDown() override { api_->destroy(instance_); }
-  attnrt_status supports(const attnrt_attention_desc& d, MessageBuffer& why) { return api_->supports(instance_, &d, why.get()); }
+  attnrt_status supports(const attnrt_attention_desc& d, MessageBuffer& why) {
+    return api_->supports(instance_, &d, why.get());
+  }
   // Calls with valid tensors for valid_desc()'s shapes (the adapter checks them before anything
   // else), under d: what reaches the class is decided by d's extension chain alone.
   attnrt_status forward(const attnrt_attention_desc& d, MessageBuffer& err) {
@@ -247,8 +249,9 @@ TEST_F(AdapterPlain, RefusesARequiredBlockItDoesNotDeclareBeforeTheClassSeesIt) 
   d.extensions = &req;
   MessageBuffer why;
   EXPECT_EQ(supports(d, why), ATTNRT_ERROR_UNSUPPORTED);
-  EXPECT_STREQ(why.text(), "vendor extension 0xa77e0010 is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this "
-                           "plugin does not implement it");
+  EXPECT_STREQ(why.text(),
+               "vendor extension 0xa77e0010 is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this "
+               "plugin does not implement it");
   MessageBuffer err, berr;
   EXPECT_EQ(forward(d, err), ATTNRT_ERROR_UNSUPPORTED);
   EXPECT_STREQ(err.text(), why.text());
@@ -301,7 +304,8 @@ TEST_F(AdapterWithVendorA, ADeclaredRequiredBlockReachesTheClassAnUndeclaredOneD
   d.extensions = &b;
   MessageBuffer why_b;
   EXPECT_EQ(supports(d, why_b), ATTNRT_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(why_b.text()).find("vendor extension 0xa77e0011 is required"), std::string::npos) << why_b.text();
+  EXPECT_NE(std::string(why_b.text()).find("vendor extension 0xa77e0011 is required"), std::string::npos)
+      << why_b.text();
 }
 
 }  // namespace

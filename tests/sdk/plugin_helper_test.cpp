@@ -18,8 +18,14 @@ class Probe {
   static constexpr const char* kVersion = "1.2.3";
   static constexpr const char* kDescription = "helper test plugin";
   static attnrt_capabilities capabilities() {
-    return {sizeof(attnrt_capabilities), ATTNRT_DEVICE_BIT_CPU, ATTNRT_DTYPE_BIT_FP32,
-            ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_LSE, 1, 128, 0, 0};
+    return {sizeof(attnrt_capabilities),
+            ATTNRT_DEVICE_BIT_CPU,
+            ATTNRT_DTYPE_BIT_FP32,
+            ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_LSE,
+            1,
+            128,
+            0,
+            0};
   }
   explicit Probe(const attnrt_host_info& host) {
     if (host.host_abi_major != ATTNRT_ABI_VERSION_MAJOR) throw std::runtime_error("wrong host");
@@ -111,12 +117,11 @@ TEST_F(PluginHelper, ExceptionsBecomeStatuses) {
   const attnrt_attention_desc& d = w.desc;
   const attnrt_forward_args a = w.forward_args();
   attnrt_exec e{sizeof(attnrt_exec), nullptr, nullptr, 0, 1};
-  const std::pair<attnrt_status, const char*> expected[] = {
-      {ATTNRT_OK, ""},
-      {ATTNRT_ERROR_UNSUPPORTED, "no can do"},
-      {ATTNRT_ERROR_OUT_OF_MEMORY, "out of host memory"},
-      {ATTNRT_ERROR_INTERNAL, "bug here"},
-      {ATTNRT_ERROR_INTERNAL, "unknown exception in plugin"}};
+  const std::pair<attnrt_status, const char*> expected[] = {{ATTNRT_OK, ""},
+                                                            {ATTNRT_ERROR_UNSUPPORTED, "no can do"},
+                                                            {ATTNRT_ERROR_OUT_OF_MEMORY, "out of host memory"},
+                                                            {ATTNRT_ERROR_INTERNAL, "bug here"},
+                                                            {ATTNRT_ERROR_INTERNAL, "unknown exception in plugin"}};
   for (int mode = 0; mode < 5; ++mode) {
     g_mode = mode;
     Msg err;
@@ -143,7 +148,8 @@ TEST(PluginHelperMessages, TruncatesToCapacity) {
 }
 
 TEST(CapabilityGap, NamesTheFirstMissingFeature) {
-  attnrt_capabilities caps{sizeof caps, ATTNRT_DEVICE_BIT_CPU, ATTNRT_DTYPE_BIT_FP32, ATTNRT_FEATURE_CAUSAL, 1, 256, 0, 0};
+  attnrt_capabilities caps{
+      sizeof caps, ATTNRT_DEVICE_BIT_CPU, ATTNRT_DTYPE_BIT_FP32, ATTNRT_FEATURE_CAUSAL, 1, 256, 0, 0};
   attnrt_attention_desc d{};
   d.dtype = ATTNRT_DTYPE_FP32;
   d.head_dim = d.head_dim_v = 64;

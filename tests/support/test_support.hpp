@@ -44,7 +44,8 @@ struct CommandResult {
 // Runs the attnrt CLI with `args` (shell words) from `cwd`; captures stdout+stderr.
 inline CommandResult run_cli(const std::string& args, const std::string& env = "",
                              const std::filesystem::path& cwd = ATTNRT_SOURCE_DIR) {
-  const std::string cmd = "cd '" + cwd.string() + "' && " + env + " '" + std::string(ATTNRT_TEST_CLI) + "' " + args + " 2>&1";
+  const std::string cmd =
+      "cd '" + cwd.string() + "' && " + env + " '" + std::string(ATTNRT_TEST_CLI) + "' " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -67,7 +68,8 @@ inline std::string read_file(const std::filesystem::path& p) {
 class TempDir {
  public:
   TempDir() {
-    path_ = std::filesystem::temp_directory_path() / ("attnrt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    path_ = std::filesystem::temp_directory_path() /
+            ("attnrt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {

@@ -40,7 +40,8 @@ void Call::backward(const attnrt_attention_desc& d, const attnrt_backward_args& 
         if (dsinks) {
           cuda::eager::RowParams r = row_params(d, a.sinks, a.alibi_slopes, a.lse, s, int32_t(b), h0, hc);
           float* rows = reinterpret_cast<float*>(ws + L.dsink);
-          check_cuda(cuda::eager::softmax_backward(r, s32, dp32, p, kernel_dtype(d.dtype), rows, stream), "eager softmax backward");
+          check_cuda(cuda::eager::softmax_backward(r, s32, dp32, p, kernel_dtype(d.dtype), rows, stream),
+                     "eager softmax backward");
           check_cuda(cuda::eager::reduce_rows(rows, hc, s.q_len, dsinks + h0, true, stream), "dsinks");
         }
         continue;
@@ -61,8 +62,8 @@ void Call::backward(const attnrt_attention_desc& d, const attnrt_backward_args& 
       fr.lse = nullptr;
       check_cuda(cuda::eager::softmax_forward(fr, s32, p, kernel_dtype(d.dtype), stream), "eager softmax");
       for (int32_t j = 0; j < group; ++j) {
-        gemm(CUBLAS_OP_N, CUBLAS_OP_T, d.head_dim_v, s.k_len, s.q_len, dob + (h0 + j) * dout.head_stride * es,
-             d.dtype, dout.row_stride, group * dout.head_stride, p + j * qk * es, d.dtype, s.k_len, group * qk, 1.f,
+        gemm(CUBLAS_OP_N, CUBLAS_OP_T, d.head_dim_v, s.k_len, s.q_len, dob + (h0 + j) * dout.head_stride * es, d.dtype,
+             dout.row_stride, group * dout.head_stride, p + j * qk * es, d.dtype, s.k_len, group * qk, 1.f,
              dv32 + hk0 * d.head_dim_v, ATTNRT_DTYPE_FP32, kv_dv, d.head_dim_v, ck);
       }
       float* dsink_rows = dsinks ? reinterpret_cast<float*>(ws + L.dsink) : nullptr;
@@ -82,9 +83,11 @@ void Call::backward(const attnrt_attention_desc& d, const attnrt_backward_args& 
     char* dkb = static_cast<char*>(dk.data) + s.k_row0 * dk.row_stride * es;
     char* dvb = static_cast<char*>(dv.data) + s.k_row0 * dv.row_stride * es;
     check_cuda(cuda::eager::convert_rows(dk32, dkb, kernel_dtype(d.dtype), s.k_len, d.heads_kv, d.head_dim,
-                                         dk.row_stride, dk.head_stride, stream), "writing dk");
+                                         dk.row_stride, dk.head_stride, stream),
+               "writing dk");
     check_cuda(cuda::eager::convert_rows(dv32, dvb, kernel_dtype(d.dtype), s.k_len, d.heads_kv, d.head_dim_v,
-                                         dv.row_stride, dv.head_stride, stream), "writing dv");
+                                         dv.row_stride, dv.head_stride, stream),
+               "writing dv");
   }
 }
 

@@ -35,7 +35,11 @@ Layout::Layout(const attnrt_attention_desc& d, bool backward) {
   const size_t n = scores * chunk_kv;
   const size_t kv_rows = size_t(d.seqlen_k) * d.heads_kv;
   size_t at = 0;
-  auto take = [&](size_t bytes) { const size_t o = at; at += align_up(bytes); return o; };
+  auto take = [&](size_t bytes) {
+    const size_t o = at;
+    at += align_up(bytes);
+    return o;
+  };
   cublas = take(kCublasWorkspace);
   s32 = take(n * 4);
   p = take(n * elem_size(d.dtype));
@@ -56,7 +60,8 @@ std::vector<int32_t> to_host(const DLTensor* t, size_t n, cudaStream_t stream) {
   std::vector<int32_t> h(n);
   if (!t || n == 0) return h;
   check_cuda(cudaMemcpyAsync(h.data(), static_cast<const char*>(t->data) + t->byte_offset, n * 4,
-                             cudaMemcpyDeviceToHost, stream), "reading cu_seqlens");
+                             cudaMemcpyDeviceToHost, stream),
+             "reading cu_seqlens");
   check_cuda(cudaStreamSynchronize(stream), "reading cu_seqlens");
   return h;
 }
@@ -95,9 +100,9 @@ void Call::gemm(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n
                 attnrt_dtype at, int64_t lda, int64_t sa, const void* B, attnrt_dtype bt, int64_t ldb, int64_t sb,
                 float beta, void* C, attnrt_dtype ct, int64_t ldc, int64_t sc, int32_t batch) const {
   const float alpha = 1.f;
-  check_cublas(cublasGemmStridedBatchedEx(handle, ta, tb, int(m), int(n), int(k), &alpha, A, blas_dtype(at), int(lda), sa,
-                                          B, blas_dtype(bt), int(ldb), sb, &beta, C, blas_dtype(ct), int(ldc), sc, batch,
-                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  check_cublas(cublasGemmStridedBatchedEx(handle, ta, tb, int(m), int(n), int(k), &alpha, A, blas_dtype(at), int(lda),
+                                          sa, B, blas_dtype(bt), int(ldb), sb, &beta, C, blas_dtype(ct), int(ldc), sc,
+                                          batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "eager matrix product");
 }
 

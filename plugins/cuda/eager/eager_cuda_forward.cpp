@@ -12,12 +12,14 @@ void gather(const attnrt_attention_desc& d, const DLTensor* k, const DLTensor* v
             int32_t k_len, char* kg, char* vg, cudaStream_t stream) {
   const int32_t* row = static_cast<const int32_t*>(cuda::detail::data_of(table)) + int64_t(b) * table->shape[1];
   const auto kr = ref("k", k), vr = ref("v", v);
-  check_cuda(cuda::eager::gather_pages(kr.data, row, kg, kernel_dtype(d.dtype), k_len, d.page_size, d.heads_kv,
-                                       d.head_dim, cuda::detail::stride_of(*k, 0), kr.row_stride, kr.head_stride, stream),
-             "gathering k pages");
-  check_cuda(cuda::eager::gather_pages(vr.data, row, vg, kernel_dtype(d.dtype), k_len, d.page_size, d.heads_kv,
-                                       d.head_dim_v, cuda::detail::stride_of(*v, 0), vr.row_stride, vr.head_stride, stream),
-             "gathering v pages");
+  check_cuda(
+      cuda::eager::gather_pages(kr.data, row, kg, kernel_dtype(d.dtype), k_len, d.page_size, d.heads_kv, d.head_dim,
+                                cuda::detail::stride_of(*k, 0), kr.row_stride, kr.head_stride, stream),
+      "gathering k pages");
+  check_cuda(
+      cuda::eager::gather_pages(vr.data, row, vg, kernel_dtype(d.dtype), k_len, d.page_size, d.heads_kv, d.head_dim_v,
+                                cuda::detail::stride_of(*v, 0), vr.row_stride, vr.head_stride, stream),
+      "gathering v pages");
 }
 
 }  // namespace
@@ -53,8 +55,8 @@ void Call::forward(const attnrt_attention_desc& d, const attnrt_forward_args& a)
         // S^T (k_len x q_len, column-major) = K Q^T for each head j of the group, batched over kv heads.
         for (int32_t j = 0; j < group; ++j) {
           gemm(CUBLAS_OP_T, CUBLAS_OP_N, s.k_len, s.q_len, d.head_dim, kb + hk0 * k_hs * es, d.dtype, k_ld, k_hs,
-               qb + (h0 + j) * q.head_stride * es, d.dtype, q.row_stride, group * q.head_stride, 0.f,
-               s32 + j * qk, ATTNRT_DTYPE_FP32, s.k_len, group * qk, ck);
+               qb + (h0 + j) * q.head_stride * es, d.dtype, q.row_stride, group * q.head_stride, 0.f, s32 + j * qk,
+               ATTNRT_DTYPE_FP32, s.k_len, group * qk, ck);
         }
       }
       cuda::eager::RowParams r = row_params(d, a.sinks, a.alibi_slopes, a.lse, s, int32_t(b), h0, hc);

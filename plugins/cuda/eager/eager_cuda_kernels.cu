@@ -10,10 +10,20 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // The final score of (i, j) for head h, or -inf when masked (the ABI's rule).
 __device__ __forceinline__ float score(const RowParams& r, int h, int i, int j, float raw) {
@@ -164,8 +174,8 @@ cudaError_t convert_rows(const float* src, void* dst, Dtype dtype, int32_t rows,
   if (rows == 0) return cudaSuccess;
   return by_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    convert_rows_kernel<T><<<rows, 256, 0, stream>>>(src, static_cast<T*>(dst), heads, dim, dst_row_stride,
-                                                     dst_head_stride);
+    convert_rows_kernel<T>
+        <<<rows, 256, 0, stream>>>(src, static_cast<T*>(dst), heads, dim, dst_row_stride, dst_head_stride);
   });
 }
 

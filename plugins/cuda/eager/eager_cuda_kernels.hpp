@@ -14,15 +14,15 @@ enum class Dtype { kF32, kF16, kBF16 };
 
 // The score rule of the ABI (attnrt_attention_desc), for one sequence and a range of q heads.
 struct RowParams {
-  int32_t heads = 0;         // q heads in this chunk
-  int32_t head0 = 0;         // first q head of the chunk (for sinks / alibi / lse / dsinks)
-  int32_t heads_total = 0;   // heads_q of the call
+  int32_t heads = 0;        // q heads in this chunk
+  int32_t head0 = 0;        // first q head of the chunk (for sinks / alibi / lse / dsinks)
+  int32_t heads_total = 0;  // heads_q of the call
   int32_t q_len = 0, k_len = 0;
   float softmax_scale = 0, softcap = 0;
   int32_t window_left = -1, window_right = -1;
-  const float* sinks = nullptr;         // [heads_total] or null
-  const float* alibi = nullptr;         // slopes of this sequence: [heads_total] or null
-  float* lse = nullptr;                 // element (h, i) at lse[h * lse_head_stride + i] or null
+  const float* sinks = nullptr;  // [heads_total] or null
+  const float* alibi = nullptr;  // slopes of this sequence: [heads_total] or null
+  float* lse = nullptr;          // element (h, i) at lse[h * lse_head_stride + i] or null
   int64_t lse_head_stride = 0;
 };
 

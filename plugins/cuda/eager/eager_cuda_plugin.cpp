@@ -10,10 +10,10 @@
 // and dispatch; eager_cuda_forward.cpp and eager_cuda_backward.cpp hold the two passes.
 #include "eager_cuda_call.hpp"
 
-#include <attnrt_kernels/reference_capabilities.hpp>
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
+#include <attnrt_kernels/reference_capabilities.hpp>
 
 #include <cublas_v2.h>
 
@@ -30,17 +30,15 @@ class EagerCudaPlugin {
   static constexpr const char* kDescription =
       "materialized scores on CUDA (cuBLAS products, softmax kernel): the GPU's readable baseline";
 
-  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
-      .devices = ATTNRT_DEVICE_BIT_CUDA,
-      .dtypes = kernels::kReferenceDtypes,
-      .features = kernels::kReferenceFeatures,
-      .max_head_dim = 1024,
-      .min_cuda_arch = 50});
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CUDA,
+                                                                          .dtypes = kernels::kReferenceDtypes,
+                                                                          .features = kernels::kReferenceFeatures,
+                                                                          .max_head_dim = 1024,
+                                                                          .min_cuda_arch = 50});
 
   ~EagerCudaPlugin() {
     if (handle_) cublasDestroy(handle_);
   }
-
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     return Layout(d, backward).total;

@@ -25,13 +25,13 @@ namespace attnrt::cuda::fa2 {
 
 template <int HD, bool kDq>
 struct DkDvTile {
-  static constexpr int kBN = 128;                 // keys per CTA
-  static constexpr int kBM = HD <= 64 ? 128 : 64; // queries per step: enough products per barrier
+  static constexpr int kBN = 128;                  // keys per CTA
+  static constexpr int kBM = HD <= 64 ? 128 : 64;  // queries per step: enough products per barrier
   static constexpr int kWarps = 8, kThreads = kWarps * 32;
   static constexpr int kStride = Padded<HD>::kStride;
   static constexpr int kPStride = Padded<kBM>::kStride;  // P^T and dS^T: kBN rows of kBM queries
-  static constexpr int kSCols = kBM / 2;          // S^T / dP^T warp tile: 32 keys x kSCols queries
-  static constexpr int kDkDvCols = HD / 2;        // dK / dV warp tile: 32 keys x kDkDvCols
+  static constexpr int kSCols = kBM / 2;                 // S^T / dP^T warp tile: 32 keys x kSCols queries
+  static constexpr int kDkDvCols = HD / 2;               // dK / dV warp tile: 32 keys x kDkDvCols
   // dQ warp tile: kDqRows x kDqCols, the squarest split of kBM x HD over the warps with at
   // least 16 columns (one ldmatrix.x4 of B) each: 32 x 32 at head_dim 64 and 128.
   static constexpr int kDqColWarps = HD == 128 ? 4 : 2;
@@ -40,8 +40,8 @@ struct DkDvTile {
   static_assert(HD <= 128 && HD % 32 == 0 && kDkDvCols % 16 == 0 && kDqCols % 16 == 0 && kDqRows % 16 == 0,
                 "warp tiles (dQ's in pairs of n8 tiles, for the 16-byte reductions)");
   // K, V: kBN rows; Q and dO: two buffers of kBM rows; P^T and dS^T; lse and D: two buffers.
-  static constexpr size_t kSmemBytes = size_t(2 * kBN + 4 * kBM) * kStride * 2 + size_t(2 * kBN) * kPStride * 2 +
-                                       4 * kBM * sizeof(float);
+  static constexpr size_t kSmemBytes =
+      size_t(2 * kBN + 4 * kBM) * kStride * 2 + size_t(2 * kBN) * kPStride * 2 + 4 * kBM * sizeof(float);
   static_assert(kSmemBytes <= 227 * 1024, "fits sm_90's shared memory per CTA");
 };
 
@@ -56,20 +56,20 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);
   T* sV = sK + BN * S;
-  T* sQ = sV + BN * S;       // [2][BM][S]
-  T* sdO = sQ + 2 * BM * S;  // [2][BM][S]
-  T* sP = sdO + 2 * BM * S;  // [BN][SP]: P^T
-  T* sdS = sP + BN * SP;     // [BN][SP]: dS^T
+  T* sQ = sV + BN * S;                                    // [2][BM][S]
+  T* sdO = sQ + 2 * BM * S;                               // [2][BM][S]
+  T* sP = sdO + 2 * BM * S;                               // [BN][SP]: P^T
+  T* sdS = sP + BN * SP;                                  // [BN][SP]: dS^T
   float* sLse = reinterpret_cast<float*>(sdS + BN * SP);  // [2][BM], log2 domain
-  float* sD = sLse + 2 * BM;                               // [2][BM]
+  float* sD = sLse + 2 * BM;                              // [2][BM]
 
   const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const Seq seq = sequence(p, b);
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int key_w = (warp % 4) * 32;   // this warp's keys, relative to n0
-  const int query_w = (warp / 4) * Tile::kSCols;  // its queries in S^T, relative to the step's m0
+  const int key_w = (warp % 4) * 32;               // this warp's keys, relative to n0
+  const int query_w = (warp / 4) * Tile::kSCols;   // its queries in S^T, relative to the step's m0
   const int col_w = (warp / 4) * Tile::kDkDvCols;  // its dK/dV columns
   const Policy pol(p, seq);
   const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
             const float rx = __shfl_xor_sync(0xffffffffu, odd ? lo[2 * r] : hi[2 * r], 1);
             const float ry = __shfl_xor_sync(0xffffffffu, odd ? lo[2 * r + 1] : hi[2 * r + 1], 1);
             if (decltype(partial)::value && i0 + mt * 16 + 8 * r >= seq.q_len) continue;
-            atomic_add4(dq_row + (mt * 16 + 8 * r) * HD + j * 16,
-                        odd ? make_float4(rx, ry, hi[2 * r], hi[2 * r + 1]) : make_float4(lo[2 * r], lo[2 * r + 1], rx, ry));
+            atomic_add4(dq_row + (mt * 16 + 8 * r) * HD + j * 16, odd ? make_float4(rx, ry, hi[2 * r], hi[2 * r + 1])
+                                                                      : make_float4(lo[2 * r], lo[2 * r + 1], rx, ry));
           }
         };
         gemm_ss<T, 2, BM, Tile::kDkDvCols, kRow, kTrans, SP, S>(dk, sdS + key_w * SP, q + col_w, lane, add_dq);

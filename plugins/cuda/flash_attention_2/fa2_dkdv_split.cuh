@@ -28,13 +28,12 @@ struct SplitDkDvTile {
   static constexpr int kDqChunk = kDqCols % 64 == 0 ? 64 : kDqCols % 48 == 0 ? 48 : kDqCols % 32 == 0 ? 32 : 16;
   static_assert(kWarps % kDqRowGroups == 0 && HD % kDqColSplit == 0 && kDqCols % 16 == 0, "dQ warp split");
   // K, V: BN rows; Q and dO: two buffers of BM rows; lse and D: two buffers of BM floats; dS^T.
-  static constexpr size_t kSmemBytes = size_t(2 * BN + 4 * BM) * kStride * 2 + 4 * BM * sizeof(float) +
-                                       (kDq ? size_t(BN) * kDsStride * 2 : 0);
+  static constexpr size_t kSmemBytes =
+      size_t(2 * BN + 4 * BM) * kStride * 2 + 4 * BM * sizeof(float) + (kDq ? size_t(BN) * kDsStride * 2 : 0);
 };
 
 template <class T, int HD, int BN, int BM, DkDv kMode, bool kDq, class Policy>
-__global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
-    dkdv_split_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv_split_kernel(const AttentionParams p) {
   using Tile = SplitDkDvTile<HD, BN, BM, kDq>;
   constexpr int S = Tile::kStride, SD = Tile::kDsStride;
   constexpr bool kDv = kMode != DkDv::kDkOnly, kDk = kMode != DkDv::kDvOnly;
@@ -43,8 +42,8 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);
   T* sV = sK + BN * S;
-  T* sQ = sV + BN * S;       // [2][BM][S]
-  T* sdO = sQ + 2 * BM * S;  // [2][BM][S]
+  T* sQ = sV + BN * S;                                       // [2][BM][S]
+  T* sdO = sQ + 2 * BM * S;                                  // [2][BM][S]
   float* sLse = reinterpret_cast<float*>(sdO + 2 * BM * S);  // [2][BM], log2 domain
   float* sD = sLse + 2 * BM;                                 // [2][BM]
   T* sdS = reinterpret_cast<T*>(sD + 2 * BM);                // [BN][SD], dS^T

@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(DqTile<HD, BM, BN>::kThreads) dq_kernel(const 
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sdO = sQ + BM * S;
-  T* sK = sdO + BM * S;   // [2][BN][S]
+  T* sK = sdO + BM * S;     // [2][BN][S]
   T* sV = sK + 2 * BN * S;  // [2][BN][S]
 
   const QueryBlock qb = query_block<BM>(p);

@@ -29,8 +29,7 @@ struct ForwardTile {
 };
 
 template <class T, int HD, int BM, int BN, int MT, class Policy>
-__global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
-    forward_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward_kernel(const AttentionParams p) {
   using Tile = ForwardTile<HD, BM, BN, MT>;
   constexpr int S = Tile::kStride;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -76,7 +75,7 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
 
   uint32_t qf[Tile::kQInRegs ? MT : 1][Tile::kQInRegs ? HD / 16 : 1][4];
   const T* sQw = sQ + (w0 + (lane % 16)) * S + (lane / 16) * 8;  // this lane's ldmatrix row (tile 0)
-  cp_async_wait<1>();  // Q and K[nb_lo]
+  cp_async_wait<1>();                                            // Q and K[nb_lo]
   __syncthreads();
   if constexpr (Tile::kQInRegs) {
 #pragma unroll

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <string_view>
 
-
 namespace attnrt::cuda::fa2 {
 
 template <int HD>
@@ -32,9 +31,9 @@ struct Config {
   static constexpr int kDqBM = 64, kDqBN = HD <= 128 ? 64 : 32;
 };
 
-#define ATTNRT_CUDA_TRY(expr)            \
-  do {                                   \
-    const cudaError_t err_ = (expr);     \
+#define ATTNRT_CUDA_TRY(expr)             \
+  do {                                    \
+    const cudaError_t err_ = (expr);      \
     if (err_ != cudaSuccess) return err_; \
   } while (0)
 
@@ -159,8 +158,8 @@ cudaError_t run_backward(const AttentionParams& p, bool bf16, cudaStream_t strea
 
 // Instantiates run_forward / run_backward of (Policy, HD) for fp16 and bf16 in the including .cu
 // file: one translation unit per instantiation, so the build compiles them in parallel.
-#define ATTNRT_FA2_INSTANTIATE(Policy, HD)                                                               \
-  template cudaError_t attnrt::cuda::fa2::run_forward<Policy, HD>(const attnrt::cuda::AttentionParams&, bool, \
-                                                                  cudaStream_t);                          \
+#define ATTNRT_FA2_INSTANTIATE(Policy, HD)                                                                     \
+  template cudaError_t attnrt::cuda::fa2::run_forward<Policy, HD>(const attnrt::cuda::AttentionParams&, bool,  \
+                                                                  cudaStream_t);                               \
   template cudaError_t attnrt::cuda::fa2::run_backward<Policy, HD>(const attnrt::cuda::AttentionParams&, bool, \
                                                                    cudaStream_t);

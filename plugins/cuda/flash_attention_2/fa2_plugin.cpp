@@ -30,18 +30,16 @@ class FlashAttention2Plugin {
   static constexpr const char* kDescription =
       "FlashAttention-2 on CUDA tensor cores (mma.sync, sm_80+): tiled online softmax, fp16/bf16";
 
-  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({
-      .devices = ATTNRT_DEVICE_BIT_CUDA,
-      .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
-      .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC,
-      .min_head_dim = HeadDims::kMin,
-      .max_head_dim = HeadDims::kMax,
-      .min_cuda_arch = 80});
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
+      {.devices = ATTNRT_DEVICE_BIT_CUDA,
+       .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+       .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP |
+                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC,
+       .min_head_dim = HeadDims::kMin,
+       .max_head_dim = HeadDims::kMax,
+       .min_cuda_arch = 80});
 
-
-  std::string supports(const attnrt_attention_desc& d) const {
-    return HeadDims::gap(d.head_dim);
-  }
+  std::string supports(const attnrt_attention_desc& d) const { return HeadDims::gap(d.head_dim); }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     if (!backward) return 0;
@@ -53,7 +51,8 @@ class FlashAttention2Plugin {
     const AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_forward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 forward");
+      cuda::check_cuda(cuda::fa2::run_forward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)),
+                       "flash_attention_2 forward");
     });
   }
 
@@ -66,7 +65,8 @@ class FlashAttention2Plugin {
     if (!d.deterministic) p.dq_accum = reinterpret_cast<float*>(ws + dq_accum_offset(d));
     if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) return;
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_backward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)), "flash_attention_2 backward");
+      cuda::check_cuda(cuda::fa2::run_backward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)),
+                       "flash_attention_2 backward");
     });
   }
 

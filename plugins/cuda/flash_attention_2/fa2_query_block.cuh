@@ -9,8 +9,8 @@ namespace attnrt::cuda::fa2 {
 
 struct QueryBlock {
   Seq seq;
-  int b, h, hk;     // sequence, query head, its key/value head (GQA/MQA)
-  int m0;           // first query row of the block, within the sequence
+  int b, h, hk;  // sequence, query head, its key/value head (GQA/MQA)
+  int m0;        // first query row of the block, within the sequence
   __device__ bool past_end() const { return m0 >= seq.q_len; }
 };
 

@@ -26,7 +26,7 @@ struct QueryWalk {
   const AttentionParams& p;
   const Seq& seq;
   int m_lo = 0, m_hi = 0, steps = 0, head0 = 0;
-  const T* q = nullptr;     // (token 0, head 0) of the sequence
+  const T* q = nullptr;  // (token 0, head 0) of the sequence
   const T* dout = nullptr;
 
   // `qb`: the blocks of BM queries that see the CTA's keys.

@@ -41,8 +41,9 @@ typedef struct attnrt_backend_handle attnrt_backend_handle;
 
 /* Loads config_path (NULL: the embedded default configuration) and applies Hydra-style
  * overrides ("+a.b=v", ...). Errors name file:line:column or the override. */
-ATTNRT_HOST_API attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides, size_t num_overrides,
-                                    attnrt_runtime** runtime, attnrt_message* error);
+ATTNRT_HOST_API attnrt_status attnrt_runtime_create(const char* config_path, const char* const* overrides,
+                                                    size_t num_overrides, attnrt_runtime** runtime,
+                                                    attnrt_message* error);
 ATTNRT_HOST_API void attnrt_runtime_destroy(attnrt_runtime* runtime);
 
 /* Attention sites found in the configuration, and the implementation each asks for. The
@@ -55,19 +56,19 @@ ATTNRT_HOST_API const char* attnrt_runtime_site_value(const attnrt_runtime* runt
  * `site`) for `desc` on the configured device. desc->device and desc->cuda_arch are filled by
  * the runtime. On ATTNRT_ERROR_UNSUPPORTED the message lists every candidate's reason. */
 ATTNRT_HOST_API attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const char* value,
-                             attnrt_attention_desc* desc, attnrt_backend_handle** backend,
-                             attnrt_message* error);
+                                             attnrt_attention_desc* desc, attnrt_backend_handle** backend,
+                                             attnrt_message* error);
 ATTNRT_HOST_API const char* attnrt_backend_name(const attnrt_backend_handle* backend);
 ATTNRT_HOST_API void attnrt_backend_release(attnrt_backend_handle* backend);
 
 /* Calls the backend; the runtime validates every tensor first and provides the workspace.
  * num_threads: CPU threads (0: default); stream: CUDA stream or NULL. */
 ATTNRT_HOST_API attnrt_status attnrt_backend_forward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
-                                     const attnrt_forward_args* args, int32_t num_threads, void* stream,
-                                     attnrt_message* error);
+                                                     const attnrt_forward_args* args, int32_t num_threads, void* stream,
+                                                     attnrt_message* error);
 ATTNRT_HOST_API attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
-                                      const attnrt_backward_args* args, int32_t num_threads, void* stream,
-                                      attnrt_message* error);
+                                                      const attnrt_backward_args* args, int32_t num_threads,
+                                                      void* stream, attnrt_message* error);
 
 #ifdef __cplusplus
 } /* extern "C" */

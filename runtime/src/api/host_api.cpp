@@ -125,7 +125,9 @@ attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const ch
   return guarded != ATTNRT_OK ? guarded : status;
 }
 
-const char* attnrt_backend_name(const attnrt_backend_handle* backend) { return backend ? backend->name.c_str() : nullptr; }
+const char* attnrt_backend_name(const attnrt_backend_handle* backend) {
+  return backend ? backend->name.c_str() : nullptr;
+}
 
 void attnrt_backend_release(attnrt_backend_handle* backend) { delete backend; }
 

@@ -30,7 +30,8 @@ std::filesystem::path Runtime::data_dir() {
 }
 
 Runtime::Runtime(const RuntimeOptions& options) {
-  config_ = Config::from_string(std::string(embedded_config("runtime_defaults.yaml")), "<embedded:runtime_defaults.yaml>");
+  config_ =
+      Config::from_string(std::string(embedded_config("runtime_defaults.yaml")), "<embedded:runtime_defaults.yaml>");
   if (options.config_files.empty() && options.use_embedded_default) {
     config_.merge(Config::from_string(std::string(embedded_config("default.yaml")), "<embedded:default.yaml>"));
   }
@@ -38,15 +39,16 @@ Runtime::Runtime(const RuntimeOptions& options) {
   for (const auto& text : options.overrides) config_.apply_override(text);
 
   settings_ = read_settings(config_, &warnings_);
-  const Deprecations deprecations = Deprecations::from_yaml(YAML::Load(std::string(embedded_config("deprecations.yaml"))),
-                                                            "<embedded:deprecations.yaml>");
+  const Deprecations deprecations = Deprecations::from_yaml(
+      YAML::Load(std::string(embedded_config("deprecations.yaml"))), "<embedded:deprecations.yaml>");
   rules_ = parse_rules(YAML::Load(std::string(embedded_config("known_issues.yaml"))), "<embedded:known_issues.yaml>");
   for (const auto& file : settings_.rules_files) {
     YAML::Node node;
     try {
       node = YAML::LoadFile(file.string());
     } catch (const YAML::Exception& e) {
-      throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+      throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                  ": " + e.msg);
     }
     auto more = parse_rules(node, file.string());
     rules_.insert(rules_.end(), more.begin(), more.end());
@@ -60,7 +62,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
   DeviceInfo device = select_device(settings_.device, probe_devices());
   if (settings_.device == "auto" && device.dl.device_type == kDLCUDA && !any_plugin_runs_on_cuda(*registry_)) {
     // A GPU with no plugin for it would make every site fail; auto means "where attnrt can run".
-    spdlog::info("device auto: {} ({}) found, but no installed plugin supports CUDA; using cpu", device.label(), device.name);
+    spdlog::info("device auto: {} ({}) found, but no installed plugin supports CUDA; using cpu", device.label(),
+                 device.name);
     device = probe_devices().cpu;
   }
   resolver_ = std::make_unique<Resolver>(*registry_, settings_, deprecations, rules_, device);

@@ -66,7 +66,8 @@ void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int n
   if (status != ATTNRT_OK) fail("workspace_size", status, err.text());
   // Rounded up to whole 256-byte blocks below; a size that would wrap is no allocation at all.
   if (*bytes > SIZE_MAX - 255) {
-    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, fmt::format("{}: workspace of {} bytes cannot be allocated", name(), *bytes));
+    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
+                fmt::format("{}: workspace of {} bytes cannot be allocated", name(), *bytes));
   }
   workspace_used_ = *bytes;
   if (desc.device.device_type == kDLCUDA) {
@@ -92,14 +93,16 @@ void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int n
     workspace_capacity_ = 0;  // a failed allocation leaves no workspace behind
     workspace_.reset(std::aligned_alloc(256, rounded));
     if (!workspace_) {
-      throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, fmt::format("{}: cannot allocate {} bytes of workspace", name(), rounded));
+      throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
+                  fmt::format("{}: cannot allocate {} bytes of workspace", name(), rounded));
     }
     workspace_capacity_ = rounded;
   }
   return *bytes ? workspace_.get() : nullptr;
 }
 
-void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads, void* stream) {
+void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads,
+                      void* stream) {
   try {
     sdk::check_forward(desc, args);
   } catch (const sdk::Error& e) {
@@ -116,7 +119,8 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
   if (status != ATTNRT_OK) fail("forward", status, err.text());
 }
 
-void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads, void* stream) {
+void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads,
+                       void* stream) {
   if (!has_backward()) throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": the plugin implements no backward");
   try {
     sdk::check_backward(desc, args);

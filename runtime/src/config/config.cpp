@@ -140,7 +140,8 @@ void Config::apply_override(const std::string& text) {
         throw Error("override '" + text + "': key '" + walked + "' is not in the config; to add it, use '+" + o.key +
                     "=" + o.value + "'");
       }
-      if (o.kind == Override::Kind::kDelete) throw Error("override '" + text + "': cannot delete '" + o.key + "': '" + walked + "' does not exist");
+      if (o.kind == Override::Kind::kDelete)
+        throw Error("override '" + text + "': cannot delete '" + o.key + "': '" + walked + "' does not exist");
       parent[parts[i]] = YAML::Node(YAML::NodeType::Map);
       set_origin(walked, Origin{"", 0, 0, text});
     }
@@ -157,13 +158,14 @@ void Config::apply_override(const std::string& text) {
   switch (o.kind) {
     case Override::Kind::kSet:
       if (!exists) {
-        throw Error("override '" + text + "': key '" + o.key + "' is not in the config; to add it, use '+" + o.key + "=" + o.value + "'");
+        throw Error("override '" + text + "': key '" + o.key + "' is not in the config; to add it, use '+" + o.key +
+                    "=" + o.value + "'");
       }
       break;
     case Override::Kind::kAdd:
       if (exists) {
-        throw Error("override '" + text + "': an item is already at '" + o.key + "'; to override it, use '" + o.key + "=" +
-                    o.value + "' or '++" + o.key + "=" + o.value + "'");
+        throw Error("override '" + text + "': an item is already at '" + o.key + "'; to override it, use '" + o.key +
+                    "=" + o.value + "' or '++" + o.key + "=" + o.value + "'");
       }
       break;
     case Override::Kind::kForce: break;
@@ -172,7 +174,8 @@ void Config::apply_override(const std::string& text) {
       if (o.has_value) {
         const std::string current = YAML::Dump(cparent[leaf]);
         if (current != YAML::Dump(value)) {
-          throw Error("override '" + text + "': cannot delete '" + o.key + "': its value is '" + current + "', not '" + o.value + "'");
+          throw Error("override '" + text + "': cannot delete '" + o.key + "': its value is '" + current + "', not '" +
+                      o.value + "'");
         }
       }
       parent.remove(leaf);

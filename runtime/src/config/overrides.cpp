@@ -34,7 +34,8 @@ Override parse_override(const std::string& text) {
   }
   for (char c : o.key) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '/' || c == '@')) {
-      throw Error("override '" + text + "': character '" + std::string(1, c) + "' is not allowed in key '" + o.key + "'");
+      throw Error("override '" + text + "': character '" + std::string(1, c) + "' is not allowed in key '" + o.key +
+                  "'");
     }
   }
   return o;

@@ -7,9 +7,9 @@
 namespace attnrt {
 
 const std::vector<std::string>& settings_keys() {
-  static const std::vector<std::string> keys = {"device", "strict", "num_threads", "plugin_dirs",
-                                                "default_implementation", "fallback", "known_issues",
-                                                "rules_files", "log_level"};
+  static const std::vector<std::string> keys = {
+      "device",   "strict",       "num_threads", "plugin_dirs", "default_implementation",
+      "fallback", "known_issues", "rules_files", "log_level"};
   return keys;
 }
 
@@ -29,7 +29,8 @@ std::filesystem::path resolve_path(const Config& config, const std::string& dott
   if (p.is_relative()) {
     // Relative to the file that set it; overrides are relative to the working directory.
     const Origin o = config.origin(dotted);
-    if (o.override.empty() && !o.file.empty() && o.file.front() != '<') p = std::filesystem::path(o.file).parent_path() / p;
+    if (o.override.empty() && !o.file.empty() && o.file.front() != '<')
+      p = std::filesystem::path(o.file).parent_path() / p;
   }
   return p;
 }
@@ -46,12 +47,18 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
     const std::string where = config.origin(path).describe();
     const YAML::Node& v = kv.second;
     try {
-      if (key == "device") s.device = v.as<std::string>();
-      else if (key == "strict") s.strict = v.as<bool>();
-      else if (key == "num_threads") s.num_threads = v.as<int>();
-      else if (key == "default_implementation") s.default_implementation = v.as<std::string>();
-      else if (key == "known_issues") s.known_issues = v.as<bool>();
-      else if (key == "log_level") s.log_level = v.as<std::string>();
+      if (key == "device")
+        s.device = v.as<std::string>();
+      else if (key == "strict")
+        s.strict = v.as<bool>();
+      else if (key == "num_threads")
+        s.num_threads = v.as<int>();
+      else if (key == "default_implementation")
+        s.default_implementation = v.as<std::string>();
+      else if (key == "known_issues")
+        s.known_issues = v.as<bool>();
+      else if (key == "log_level")
+        s.log_level = v.as<std::string>();
       else if (key == "plugin_dirs" || key == "rules_files") {
         if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");
         auto& out = key == "plugin_dirs" ? s.plugin_dirs : s.rules_files;
@@ -60,7 +67,8 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
         if (!v.IsMap()) throw Error(where + ": 'fallback' must map a device (cpu, cuda, cuda_sm90) to a list");
         for (const auto& chain : v) {
           if (!chain.second.IsSequence()) {
-            throw Error(config.origin(path + "." + chain.first.as<std::string>()).describe() + ": a fallback chain must be a list of implementations");
+            throw Error(config.origin(path + "." + chain.first.as<std::string>()).describe() +
+                        ": a fallback chain must be a list of implementations");
           }
           s.fallback[chain.first.as<std::string>()] = chain.second.as<std::vector<std::string>>();
         }

@@ -32,10 +32,14 @@ struct Scanner {
   SiteScan scan;
   std::vector<std::string> known_keys;
 
-  std::string join(const std::string& path, const std::string& key) const { return path.empty() ? key : path + "." + key; }
+  std::string join(const std::string& path, const std::string& key) const {
+    return path.empty() ? key : path + "." + key;
+  }
 
   std::string scalar(const YAML::Node& n, const std::string& path) const {
-    if (!n.IsScalar()) throw Error(config.origin(path).describe() + ": '" + path + "' must be a string (an implementation name, auto, a path or org/name)");
+    if (!n.IsScalar())
+      throw Error(config.origin(path).describe() + ": '" + path +
+                  "' must be a string (an implementation name, auto, a path or org/name)");
     return n.as<std::string>();
   }
 
@@ -43,8 +47,9 @@ struct Scanner {
     if (std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end()) return;
     const std::string guess = closest_match(key, known_keys);
     if (!guess.empty()) {
-      scan.warnings.push_back(fmt::format("{}: unknown key '{}' next to an attention site; did you mean '{}'? (it is ignored)",
-                                          config.origin(path).describe(), key, guess));
+      scan.warnings.push_back(
+          fmt::format("{}: unknown key '{}' next to an attention site; did you mean '{}'? (it is ignored)",
+                      config.origin(path).describe(), key, guess));
     }
   }
 
@@ -80,7 +85,8 @@ struct Scanner {
         value = scalar(v, key_path);
       }
       scan.warnings.push_back(fmt::format("{}: '{}' is deprecated; use '{}: {}' instead{}", where.describe(), key,
-                                          kImplementationKey, value, dep.message.empty() ? "" : " (" + dep.message + ")"));
+                                          kImplementationKey, value,
+                                          dep.message.empty() ? "" : " (" + dep.message + ")"));
       scan.sites.push_back(Site{site_name(path), key_path, value, where, false});
       has_site = true;
     }

@@ -2,8 +2,8 @@
 
 #include <attnrt/runtime/error.hpp>
 
-#include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
+#include <boost/dll/shared_library.hpp>
 
 #include <map>
 #include <mutex>

@@ -46,7 +46,8 @@ DeviceInventory probe() {
     info.memory_bytes = mem;
     inv.cuda.push_back(info);
   }
-  inv.cuda_status = fmt::format("{} CUDA device(s), driver {}.{}", inv.cuda.size(), version / 1000, (version % 1000) / 10);
+  inv.cuda_status =
+      fmt::format("{} CUDA device(s), driver {}.{}", inv.cuda.size(), version / 1000, (version % 1000) / 10);
   return inv;
 }
 

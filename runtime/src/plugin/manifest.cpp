@@ -1,8 +1,8 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/manifest.hpp>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 
@@ -15,7 +15,8 @@ fs::path only_library(const fs::path& dir, const fs::path& manifest) {
   fs::path found;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".so") continue;
-    if (!found.empty()) throw Error(manifest.string() + ": several .so files in " + dir.string() + "; name one with 'library'");
+    if (!found.empty())
+      throw Error(manifest.string() + ": several .so files in " + dir.string() + "; name one with 'library'");
     found = entry.path();
   }
   if (found.empty()) throw Error(manifest.string() + ": no 'library' given and no .so file in " + dir.string());
@@ -27,7 +28,8 @@ Manifest from_yaml(const fs::path& file, const fs::path& dir) {
   try {
     node = YAML::LoadFile(file.string());
   } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+                e.msg);
   }
   if (!node.IsMap()) throw Error(file.string() + ": a plugin manifest must be a mapping");
   auto at = [&](const char* key) { return node[key]; };

@@ -50,27 +50,28 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED,
                 fmt::format("{}: plugin ABI version {}.{} is incompatible with this runtime's ABI {}.{} "
                             "(major versions differ); rebuild the plugin against attnrt SDK {}.x",
-                            where, api->abi_major, api->abi_minor, ATTNRT_ABI_VERSION_MAJOR,
-                            ATTNRT_ABI_VERSION_MINOR, ATTNRT_ABI_VERSION_MAJOR));
+                            where, api->abi_major, api->abi_minor, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR,
+                            ATTNRT_ABI_VERSION_MAJOR));
   }
   if (api->struct_size < ATTNRT_PLUGIN_API_SIZE_V1_0) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED,
-                fmt::format("{}: function table of {} bytes is smaller than ABI {}.0's {}", where,
-                            api->struct_size, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_PLUGIN_API_SIZE_V1_0));
+                fmt::format("{}: function table of {} bytes is smaller than ABI {}.0's {}", where, api->struct_size,
+                            ATTNRT_ABI_VERSION_MAJOR, ATTNRT_PLUGIN_API_SIZE_V1_0));
   }
-  if (api->name == nullptr || api->name[0] == '\0') throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": plugin has no name");
+  if (api->name == nullptr || api->name[0] == '\0')
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": plugin has no name");
   for (const char* c = api->name; *c; ++c) {
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) {
       throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": plugin name '" + api->name + "' must match [a-z0-9_]+");
     }
   }
-  const char* missing = api->capabilities == nullptr ? "capabilities"
-                        : api->create == nullptr     ? "create"
-                        : api->destroy == nullptr    ? "destroy"
-                        : api->supports == nullptr   ? "supports"
+  const char* missing = api->capabilities == nullptr     ? "capabilities"
+                        : api->create == nullptr         ? "create"
+                        : api->destroy == nullptr        ? "destroy"
+                        : api->supports == nullptr       ? "supports"
                         : api->workspace_size == nullptr ? "workspace_size"
-                        : api->forward == nullptr    ? "forward"
-                                                     : nullptr;
+                        : api->forward == nullptr        ? "forward"
+                                                         : nullptr;
   if (missing) throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": function table entry '" + missing + "' is NULL");
   if (api->capabilities->struct_size < ATTNRT_CAPABILITIES_SIZE_V1_0) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": capabilities struct is smaller than ABI 1.0's");
@@ -88,7 +89,9 @@ std::string PluginLibrary::abi_version() const {
 
 std::string describe_dtypes(uint32_t bits) {
   std::string s;
-  auto add = [&](bool on, const char* w) { if (on) s += (s.empty() ? "" : ", ") + std::string(w); };
+  auto add = [&](bool on, const char* w) {
+    if (on) s += (s.empty() ? "" : ", ") + std::string(w);
+  };
   add(bits & ATTNRT_DTYPE_BIT_FP32, "fp32");
   add(bits & ATTNRT_DTYPE_BIT_FP16, "fp16");
   add(bits & ATTNRT_DTYPE_BIT_BF16, "bf16");
@@ -96,14 +99,19 @@ std::string describe_dtypes(uint32_t bits) {
 }
 
 std::string describe_features(uint64_t bits) {
-  static const std::pair<uint64_t, const char*> names[] = {
-      {ATTNRT_FEATURE_GQA, "gqa"},         {ATTNRT_FEATURE_CAUSAL, "causal"},
-      {ATTNRT_FEATURE_SLIDING_WINDOW, "window"}, {ATTNRT_FEATURE_SOFTCAP, "softcap"},
-      {ATTNRT_FEATURE_SINKS, "sinks"},     {ATTNRT_FEATURE_ALIBI, "alibi"},
-      {ATTNRT_FEATURE_VARLEN, "varlen"},   {ATTNRT_FEATURE_PAGED_KV, "paged"},
-      {ATTNRT_FEATURE_DROPOUT, "dropout"}, {ATTNRT_FEATURE_LSE, "lse"},
-      {ATTNRT_FEATURE_BACKWARD, "backward"}, {ATTNRT_FEATURE_DETERMINISTIC, "deterministic"},
-      {ATTNRT_FEATURE_HEAD_DIM_V, "head_dim_v"}};
+  static const std::pair<uint64_t, const char*> names[] = {{ATTNRT_FEATURE_GQA, "gqa"},
+                                                           {ATTNRT_FEATURE_CAUSAL, "causal"},
+                                                           {ATTNRT_FEATURE_SLIDING_WINDOW, "window"},
+                                                           {ATTNRT_FEATURE_SOFTCAP, "softcap"},
+                                                           {ATTNRT_FEATURE_SINKS, "sinks"},
+                                                           {ATTNRT_FEATURE_ALIBI, "alibi"},
+                                                           {ATTNRT_FEATURE_VARLEN, "varlen"},
+                                                           {ATTNRT_FEATURE_PAGED_KV, "paged"},
+                                                           {ATTNRT_FEATURE_DROPOUT, "dropout"},
+                                                           {ATTNRT_FEATURE_LSE, "lse"},
+                                                           {ATTNRT_FEATURE_BACKWARD, "backward"},
+                                                           {ATTNRT_FEATURE_DETERMINISTIC, "deterministic"},
+                                                           {ATTNRT_FEATURE_HEAD_DIM_V, "head_dim_v"}};
   std::string s;
   for (const auto& [bit, name] : names) {
     if (bits & bit) s += (s.empty() ? "" : ", ") + std::string(name);

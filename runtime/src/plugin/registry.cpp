@@ -132,7 +132,8 @@ PluginRecord Registry::record_for_path(const fs::path& raw) const {
       if (entry.path().extension() == ".so") libs.push_back(entry.path());
     }
     if (libs.size() != 1) {
-      throw Error(path.string() + ": a plugin directory needs a plugin.yaml or config.json manifest, or exactly one .so (found " +
+      throw Error(path.string() +
+                  ": a plugin directory needs a plugin.yaml or config.json manifest, or exactly one .so (found " +
                   std::to_string(libs.size()) + ")");
     }
     return PluginRecord{"", {}, libs.front(), std::nullopt, "path"};

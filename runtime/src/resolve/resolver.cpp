@@ -21,8 +21,11 @@ std::string device_word(const DeviceInfo& d) { return d.dl.device_type == kDLCUD
 
 Resolver::Resolver(Registry& registry, Settings settings, Deprecations deprecations, std::vector<KnownIssueRule> rules,
                    DeviceInfo device)
-    : registry_(registry), settings_(std::move(settings)), deprecations_(std::move(deprecations)),
-      rules_(std::move(rules)), device_(std::move(device)) {}
+    : registry_(registry),
+      settings_(std::move(settings)),
+      deprecations_(std::move(deprecations)),
+      rules_(std::move(rules)),
+      device_(std::move(device)) {}
 
 void Resolver::bind_device(attnrt_attention_desc& desc) const {
   desc.device = device_.dl;
@@ -42,11 +45,10 @@ std::shared_ptr<Backend> Resolver::backend_for_record(const PluginRecord& record
   }
 }
 
-std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, const ParsedValue& form, std::string* reason) {
+std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, const ParsedValue& form,
+                                               std::string* reason) {
   switch (form.form) {
-    case ValueForm::kPath:
-      try {
-        return backend_for_record(registry_.record_for_path(candidate), reason);
+    case ValueForm::kPath: try { return backend_for_record(registry_.record_for_path(candidate), reason);
       } catch (const Error& e) {
         *reason = e.what();
         return nullptr;
@@ -61,9 +63,10 @@ std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, con
       }
       if (!r) {
         const std::string dir = form.org + "/" + form.name + (form.version.empty() ? "" : "@" + form.version);
-        *reason = fmt::format("hub plugin '{}' is not installed; attnrt never downloads plugins: put its folder (with "
-                              "plugin.yaml) at <plugin dir>/{} under one of: {}",
-                              candidate, dir, join_dirs(registry_.search_dirs()));
+        *reason = fmt::format(
+            "hub plugin '{}' is not installed; attnrt never downloads plugins: put its folder (with "
+            "plugin.yaml) at <plugin dir>/{} under one of: {}",
+            candidate, dir, join_dirs(registry_.search_dirs()));
         return nullptr;
       }
       return backend_for_record(*r, reason);

@@ -66,9 +66,12 @@ std::vector<std::string> features_in_use(const attnrt_attention_desc& d) {
 
 bool KnownIssueRule::matches(const std::string& device, int32_t cuda_arch, const std::string& candidate,
                              const std::string& requested_value, const attnrt_attention_desc& desc) const {
-  if (!listed(devices, device) || !listed(implementations, candidate) || !listed(requested, requested_value)) return false;
+  if (!listed(devices, device) || !listed(implementations, candidate) || !listed(requested, requested_value))
+    return false;
   if (!listed(dtypes, sdk::dtype_name(desc.dtype))) return false;
-  if (device == "cuda" && ((min_cuda_arch && cuda_arch < min_cuda_arch) || (max_cuda_arch && cuda_arch > max_cuda_arch))) return false;
+  if (device == "cuda" &&
+      ((min_cuda_arch && cuda_arch < min_cuda_arch) || (max_cuda_arch && cuda_arch > max_cuda_arch)))
+    return false;
   if (desc.seqlen_k < min_seqlen_k) return false;
   const std::vector<std::string> in_use = features_in_use(desc);
   for (const std::string& f : features) {
@@ -78,8 +81,8 @@ bool KnownIssueRule::matches(const std::string& device, int32_t cuda_arch, const
 }
 
 std::vector<KnownIssueRule> parse_rules(const YAML::Node& root, const std::string& file) {
-  static const std::vector<std::string> known_keys = {"devices", "min_cuda_arch", "max_cuda_arch", "implementations",
-                                                      "requested", "dtypes", "features", "min_seqlen_k"};
+  static const std::vector<std::string> known_keys = {"devices",   "min_cuda_arch", "max_cuda_arch", "implementations",
+                                                      "requested", "dtypes",        "features",      "min_seqlen_k"};
   std::vector<KnownIssueRule> rules;
   const YAML::Node list = root["rules"];
   if (!list) return rules;
@@ -92,7 +95,8 @@ std::vector<KnownIssueRule> parse_rules(const YAML::Node& root, const std::strin
       r.id = n["id"].as<std::string>();
       r.message = n["message"].as<std::string>();
       const std::string action = n["action"] ? n["action"].as<std::string>() : "skip";
-      if (action != "skip" && action != "warn") throw Error(pos(file, n["action"]) + ": action must be 'skip' or 'warn', got '" + action + "'");
+      if (action != "skip" && action != "warn")
+        throw Error(pos(file, n["action"]) + ": action must be 'skip' or 'warn', got '" + action + "'");
       r.action = action == "skip" ? KnownIssueRule::Action::kSkip : KnownIssueRule::Action::kWarn;
       const YAML::Node m = n["match"];
       if (m) {

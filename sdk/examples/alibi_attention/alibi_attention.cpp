@@ -39,12 +39,13 @@ class AlibiAttention {
 
   // What it computes. The SDK's adapter refuses everything else (with the reason) before forward
   // runs, and validates every tensor, so forward below only computes.
-  static constexpr attnrt_capabilities kCapabilities = attnrt::sdk::capabilities({
-      .devices = ATTNRT_DEVICE_BIT_CPU,
-      .dtypes = ATTNRT_DTYPE_BIT_FP32,
-      .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_ALIBI | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_DETERMINISTIC,
-      .min_head_dim = 1,
-      .max_head_dim = 256});
+  static constexpr attnrt_capabilities kCapabilities =
+      attnrt::sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,
+                                 .dtypes = ATTNRT_DTYPE_BIT_FP32,
+                                 .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_ALIBI |
+                                             ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_DETERMINISTIC,
+                                 .min_head_dim = 1,
+                                 .max_head_dim = 256});
 
   // One row of scores per call: the host provides it (plugins allocate nothing themselves).
   size_t workspace_size(const attnrt_attention_desc& d, bool, int) const { return sizeof(float) * d.seqlen_k; }

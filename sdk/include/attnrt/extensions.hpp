@@ -160,8 +160,9 @@ inline std::string unimplemented_extension_reason(const attnrt_attention_desc& d
   for (const attnrt_extension& e : extensions(desc)) {
     if (e.flags & ATTNRT_EXTENSION_OPTIONAL) continue;
     if (std::find(implemented.begin(), implemented.end(), e.type) != implemented.end()) continue;
-    return extension_name(e.type) + " is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this plugin does not "
-                                    "implement it";
+    return extension_name(e.type) +
+           " is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this plugin does not "
+           "implement it";
   }
   return "";
 }
@@ -169,7 +170,9 @@ inline std::string unimplemented_extension_reason(const attnrt_attention_desc& d
 // A plugin class that implements extension types says so with
 //   static constexpr uint32_t kExtensions[] = {MY_EXTENSION_TYPE, ...};
 template <class Plugin>
-concept DeclaresExtensions = requires { std::span<const uint32_t>(Plugin::kExtensions); };
+concept DeclaresExtensions = requires {
+  std::span<const uint32_t>(Plugin::kExtensions);
+};
 
 // The extension types Plugin implements: its kExtensions, or none.
 template <class Plugin>

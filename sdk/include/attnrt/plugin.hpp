@@ -32,8 +32,8 @@
 #ifndef ATTNRT_PLUGIN_HPP_
 #define ATTNRT_PLUGIN_HPP_
 
-#include <attnrt/extensions.hpp>
 #include <attnrt/plugin_abi.h>
+#include <attnrt/extensions.hpp>
 #include <attnrt/status.hpp>
 #include <attnrt/validate.hpp>
 
@@ -59,12 +59,20 @@ struct CapabilitySpec {
 };
 
 constexpr attnrt_capabilities capabilities(const CapabilitySpec& s) noexcept {
-  return attnrt_capabilities{sizeof(attnrt_capabilities), s.devices,      s.dtypes,       s.features,
-                             s.min_head_dim,              s.max_head_dim, s.min_cuda_arch, s.max_cuda_arch};
+  return attnrt_capabilities{sizeof(attnrt_capabilities),
+                             s.devices,
+                             s.dtypes,
+                             s.features,
+                             s.min_head_dim,
+                             s.max_head_dim,
+                             s.min_cuda_arch,
+                             s.max_cuda_arch};
 }
 
 template <class Plugin>
-concept HasCapabilityConstant = requires { attnrt_capabilities(Plugin::kCapabilities); };
+concept HasCapabilityConstant = requires {
+  attnrt_capabilities(Plugin::kCapabilities);
+};
 
 template <class Plugin>
 concept HasSupports = requires(const Plugin& p, const attnrt_attention_desc& d) {
@@ -73,7 +81,9 @@ concept HasSupports = requires(const Plugin& p, const attnrt_attention_desc& d) 
 
 template <class Plugin>
 concept HasBackward = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_backward_args& a,
-                               const attnrt_exec& e) { p.backward(d, a, e); };
+                               const attnrt_exec& e) {
+  p.backward(d, a, e);
+};
 
 // Plugin's capabilities, from kCapabilities or capabilities(); built once.
 template <class Plugin>
@@ -141,9 +151,8 @@ struct PluginAdapter {
     return ATTNRT_ERROR_UNSUPPORTED;
   }
 
-  static attnrt_status workspace_size(attnrt_instance* instance, const attnrt_attention_desc* desc,
-                                      int32_t is_backward, int32_t num_threads, size_t* bytes,
-                                      attnrt_message* error) noexcept {
+  static attnrt_status workspace_size(attnrt_instance* instance, const attnrt_attention_desc* desc, int32_t is_backward,
+                                      int32_t num_threads, size_t* bytes, attnrt_message* error) noexcept {
     if (instance == nullptr || desc == nullptr || bytes == nullptr) {
       write_message(error, "workspace_size: instance, desc and bytes must not be NULL");
       return ATTNRT_ERROR_INVALID_ARGUMENT;
@@ -209,10 +218,10 @@ const attnrt_plugin_api* plugin_api() noexcept {
 }  // namespace attnrt::sdk
 
 // Defines the plugin's one exported symbol. Use once per shared library.
-#define ATTNRT_DEFINE_PLUGIN(PluginClass)                                                   \
-  extern "C" ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api* attnrt_plugin_entry(            \
-      uint32_t /*host_abi_major*/, uint32_t /*host_abi_minor*/) {                          \
-    return ::attnrt::sdk::plugin_api<PluginClass>();                                       \
+#define ATTNRT_DEFINE_PLUGIN(PluginClass)                                                                     \
+  extern "C" ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api* attnrt_plugin_entry(uint32_t /*host_abi_major*/,   \
+                                                                               uint32_t /*host_abi_minor*/) { \
+    return ::attnrt::sdk::plugin_api<PluginClass>();                                                          \
   }
 
 #endif  // ATTNRT_PLUGIN_HPP_

@@ -32,9 +32,9 @@
 #ifndef ATTNRT_PLUGIN_ABI_H_
 #define ATTNRT_PLUGIN_ABI_H_
 
+#include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <dlpack/dlpack.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,13 +122,13 @@ typedef enum attnrt_feature_bits {
 /* A plugin's static declaration of what it can do; owned by the plugin, valid while loaded. */
 typedef struct attnrt_capabilities {
   size_t struct_size;
-  uint32_t devices;          /* attnrt_device_bits */
-  uint32_t dtypes;           /* attnrt_dtype_bits */
-  uint64_t features;         /* attnrt_feature_bits */
-  int32_t min_head_dim;      /* smallest head_dim / head_dim_v accepted */
-  int32_t max_head_dim;      /* largest head_dim / head_dim_v accepted */
-  int32_t min_cuda_arch;     /* CUDA only: lowest compute capability, major*10+minor (80); 0: any */
-  int32_t max_cuda_arch;     /* CUDA only: highest compute capability; 0: no upper bound */
+  uint32_t devices;      /* attnrt_device_bits */
+  uint32_t dtypes;       /* attnrt_dtype_bits */
+  uint64_t features;     /* attnrt_feature_bits */
+  int32_t min_head_dim;  /* smallest head_dim / head_dim_v accepted */
+  int32_t max_head_dim;  /* largest head_dim / head_dim_v accepted */
+  int32_t min_cuda_arch; /* CUDA only: lowest compute capability, major*10+minor (80); 0: any */
+  int32_t max_cuda_arch; /* CUDA only: highest compute capability; 0: no upper bound */
 } attnrt_capabilities;
 
 /* ---------------------------------------------------------------- extensions (ABI 1.1) */
@@ -156,13 +156,13 @@ typedef struct attnrt_capabilities {
  * ATTNRT_EXTENSION_CHAIN_MAX blocks (a NULL `next` ends the chain, so no entry is NULL).
  */
 typedef struct attnrt_extension {
-  size_t struct_size;                   /* bytes of the whole block as its writer compiled it,
-                                           header included (>= ATTNRT_EXTENSION_SIZE_V1_1) */
-  uint32_t type;                        /* attnrt_extension_type, or a vendor type
-                                           (>= ATTNRT_EXTENSION_TYPE_VENDOR_FIRST) */
-  uint32_t flags;                       /* attnrt_extension_flags bits (0: required); other
-                                           bits are reserved and written as 0 */
-  const struct attnrt_extension* next;  /* the next block; NULL ends the chain */
+  size_t struct_size;                  /* bytes of the whole block as its writer compiled it,
+                                          header included (>= ATTNRT_EXTENSION_SIZE_V1_1) */
+  uint32_t type;                       /* attnrt_extension_type, or a vendor type
+                                          (>= ATTNRT_EXTENSION_TYPE_VENDOR_FIRST) */
+  uint32_t flags;                      /* attnrt_extension_flags bits (0: required); other
+                                          bits are reserved and written as 0 */
+  const struct attnrt_extension* next; /* the next block; NULL ends the chain */
 } attnrt_extension;
 
 typedef enum attnrt_extension_flags {
@@ -192,11 +192,7 @@ typedef enum attnrt_extension_type {
 
 /* ---------------------------------------------------------------- the attention descriptor */
 
-typedef enum attnrt_dtype {
-  ATTNRT_DTYPE_FP32 = 0,
-  ATTNRT_DTYPE_FP16 = 1,
-  ATTNRT_DTYPE_BF16 = 2
-} attnrt_dtype;
+typedef enum attnrt_dtype { ATTNRT_DTYPE_FP32 = 0, ATTNRT_DTYPE_FP16 = 1, ATTNRT_DTYPE_BF16 = 2 } attnrt_dtype;
 
 /*
  * What one attention call computes, independent of where its tensors live. Carries every
@@ -216,31 +212,31 @@ typedef enum attnrt_dtype {
  */
 typedef struct attnrt_attention_desc {
   size_t struct_size;
-  attnrt_dtype dtype;        /* of q, k, v, out (and dout, dq, dk, dv) */
-  int32_t head_dim;          /* of q and k */
-  int32_t head_dim_v;        /* of v and out */
+  attnrt_dtype dtype; /* of q, k, v, out (and dout, dq, dk, dv) */
+  int32_t head_dim;   /* of q and k */
+  int32_t head_dim_v; /* of v and out */
   int32_t heads_q;
-  int32_t heads_kv;          /* heads_q % heads_kv == 0; 1 is MQA */
-  int32_t batch;             /* number of sequences (varlen: cu_seqlens length - 1) */
-  int32_t seqlen_q;          /* per sequence; varlen: max_seqlen_q */
-  int32_t seqlen_k;          /* per sequence; varlen: max_seqlen_k; paged: max over seqused_k */
-  float softmax_scale;       /* usually 1/sqrt(head_dim) */
-  int32_t causal;            /* nonzero: bottom-right aligned causal mask */
-  int32_t window_left;       /* keys visible to the left of the diagonal; -1: unlimited */
-  int32_t window_right;      /* keys visible to the right of the diagonal; -1: unlimited */
-  float softcap;             /* 0: off */
-  int32_t has_sinks;         /* sinks tensor [heads_q] float32 is given */
-  int32_t has_alibi;         /* alibi_slopes tensor [heads_q] or [batch, heads_q] float32 */
-  int32_t is_varlen;         /* cu_seqlens_q/k are given; q/k/v are packed */
-  int32_t is_paged;          /* k/v are pages; block_table and seqused_k are given */
-  int32_t page_size;         /* tokens per page when is_paged */
-  float dropout_p;           /* probability of dropping a p_ij; 0: off */
-  int32_t deterministic;     /* nonzero: repeats must be bit-identical (backward included) */
-  uint64_t dropout_seed;     /* Philox seed and offset of the dropout mask (FlashAttention's) */
+  int32_t heads_kv;      /* heads_q % heads_kv == 0; 1 is MQA */
+  int32_t batch;         /* number of sequences (varlen: cu_seqlens length - 1) */
+  int32_t seqlen_q;      /* per sequence; varlen: max_seqlen_q */
+  int32_t seqlen_k;      /* per sequence; varlen: max_seqlen_k; paged: max over seqused_k */
+  float softmax_scale;   /* usually 1/sqrt(head_dim) */
+  int32_t causal;        /* nonzero: bottom-right aligned causal mask */
+  int32_t window_left;   /* keys visible to the left of the diagonal; -1: unlimited */
+  int32_t window_right;  /* keys visible to the right of the diagonal; -1: unlimited */
+  float softcap;         /* 0: off */
+  int32_t has_sinks;     /* sinks tensor [heads_q] float32 is given */
+  int32_t has_alibi;     /* alibi_slopes tensor [heads_q] or [batch, heads_q] float32 */
+  int32_t is_varlen;     /* cu_seqlens_q/k are given; q/k/v are packed */
+  int32_t is_paged;      /* k/v are pages; block_table and seqused_k are given */
+  int32_t page_size;     /* tokens per page when is_paged */
+  float dropout_p;       /* probability of dropping a p_ij; 0: off */
+  int32_t deterministic; /* nonzero: repeats must be bit-identical (backward included) */
+  uint64_t dropout_seed; /* Philox seed and offset of the dropout mask (FlashAttention's) */
   uint64_t dropout_offset;
-  int32_t return_lse;        /* nonzero: forward writes lse */
-  DLDevice device;           /* where every tensor of the call lives */
-  int32_t cuda_arch;         /* CUDA: major*10+minor of `device`, filled by the host; else 0 */
+  int32_t return_lse; /* nonzero: forward writes lse */
+  DLDevice device;    /* where every tensor of the call lives */
+  int32_t cuda_arch;  /* CUDA: major*10+minor of `device`, filled by the host; else 0 */
   /* ---- ABI 1.1 (read only when ATTNRT_HAS_FIELD(desc, attnrt_attention_desc, extensions)) */
   const attnrt_extension* extensions; /* the first extension block; NULL: none. Owned by the
                                          caller, valid for the call (see attnrt_extension) */
@@ -252,10 +248,10 @@ typedef struct attnrt_attention_desc {
  * memory comes from `workspace`, sized by the plugin's workspace_size answer. */
 typedef struct attnrt_exec {
   size_t struct_size;
-  void* stream;            /* CUDA: cudaStream_t (NULL: default stream); CPU: unused */
-  void* workspace;         /* on desc.device, aligned to 256 bytes; may be NULL if size 0 */
-  size_t workspace_size;   /* bytes */
-  int32_t num_threads;     /* CPU: threads the call may use; 0: the plugin's default */
+  void* stream;          /* CUDA: cudaStream_t (NULL: default stream); CPU: unused */
+  void* workspace;       /* on desc.device, aligned to 256 bytes; may be NULL if size 0 */
+  size_t workspace_size; /* bytes */
+  int32_t num_threads;   /* CPU: threads the call may use; 0: the plugin's default */
 } attnrt_exec;
 
 /* Tensors of a forward call. Optional tensors are NULL when their descriptor flag is off. */
@@ -265,28 +261,28 @@ typedef struct attnrt_forward_args {
   const DLTensor* k;
   const DLTensor* v;
   DLTensor* out;
-  DLTensor* lse;                   /* written when desc.return_lse */
-  const DLTensor* sinks;           /* [heads_q] float32 */
-  const DLTensor* alibi_slopes;    /* [heads_q] or [batch, heads_q] float32 */
-  const DLTensor* cu_seqlens_q;    /* [batch + 1] int32, prefix sums of query lengths */
-  const DLTensor* cu_seqlens_k;    /* [batch + 1] int32 */
-  const DLTensor* seqused_k;       /* [batch] int32: keys used per sequence (paged, optional varlen) */
-  const DLTensor* block_table;     /* [batch, max_pages_per_seq] int32 page indices (paged) */
+  DLTensor* lse;                /* written when desc.return_lse */
+  const DLTensor* sinks;        /* [heads_q] float32 */
+  const DLTensor* alibi_slopes; /* [heads_q] or [batch, heads_q] float32 */
+  const DLTensor* cu_seqlens_q; /* [batch + 1] int32, prefix sums of query lengths */
+  const DLTensor* cu_seqlens_k; /* [batch + 1] int32 */
+  const DLTensor* seqused_k;    /* [batch] int32: keys used per sequence (paged, optional varlen) */
+  const DLTensor* block_table;  /* [batch, max_pages_per_seq] int32 page indices (paged) */
 } attnrt_forward_args;
 
 /* Tensors of a backward call (FlashAttention-2, Algorithm 2): recomputes p from q, k and lse. */
 typedef struct attnrt_backward_args {
   size_t struct_size;
-  const DLTensor* dout;            /* like out */
+  const DLTensor* dout; /* like out */
   const DLTensor* q;
   const DLTensor* k;
   const DLTensor* v;
   const DLTensor* out;
-  const DLTensor* lse;             /* as written by forward */
-  DLTensor* dq;                    /* like q */
-  DLTensor* dk;                    /* like k (summed over the heads_q / heads_kv group) */
-  DLTensor* dv;                    /* like v */
-  DLTensor* dsinks;                /* [heads_q] float32, written when desc.has_sinks */
+  const DLTensor* lse; /* as written by forward */
+  DLTensor* dq;        /* like q */
+  DLTensor* dk;        /* like k (summed over the heads_q / heads_kv group) */
+  DLTensor* dv;        /* like v */
+  DLTensor* dsinks;    /* [heads_q] float32, written when desc.has_sinks */
   const DLTensor* sinks;
   const DLTensor* alibi_slopes;
   const DLTensor* cu_seqlens_q;
@@ -322,43 +318,37 @@ typedef struct attnrt_instance attnrt_instance;
  * instance, as long as their output tensors and workspaces do not overlap.
  */
 typedef struct attnrt_plugin_api {
-  size_t struct_size;              /* frozen across majors */
-  uint32_t abi_major;              /* frozen across majors: ATTNRT_ABI_VERSION_MAJOR built with */
-  uint32_t abi_minor;              /* frozen across majors */
-  const char* name;                /* registered name, e.g. "sdpa": [a-z0-9_]+ */
-  const char* version;             /* the plugin's own version, e.g. "1.2.0" */
-  const char* description;         /* one line, shown by `attnrt list` */
+  size_t struct_size;      /* frozen across majors */
+  uint32_t abi_major;      /* frozen across majors: ATTNRT_ABI_VERSION_MAJOR built with */
+  uint32_t abi_minor;      /* frozen across majors */
+  const char* name;        /* registered name, e.g. "sdpa": [a-z0-9_]+ */
+  const char* version;     /* the plugin's own version, e.g. "1.2.0" */
+  const char* description; /* one line, shown by `attnrt list` */
   const attnrt_capabilities* capabilities;
 
-  attnrt_status (*create)(const attnrt_host_info* host, attnrt_instance** instance,
-                          attnrt_message* error);
+  attnrt_status (*create)(const attnrt_host_info* host, attnrt_instance** instance, attnrt_message* error);
   void (*destroy)(attnrt_instance* instance);
 
   /* ATTNRT_OK if this instance can compute `desc` exactly as described; otherwise
    * ATTNRT_ERROR_UNSUPPORTED and a human-readable reason ("head_dim 320 > 256"). */
-  attnrt_status (*supports)(attnrt_instance* instance, const attnrt_attention_desc* desc,
-                            attnrt_message* reason);
+  attnrt_status (*supports)(attnrt_instance* instance, const attnrt_attention_desc* desc, attnrt_message* reason);
 
   /* Bytes of workspace forward (is_backward 0) or backward (1) needs for `desc` with
    * `num_threads` threads (CPU; 0 for the default). */
-  attnrt_status (*workspace_size)(attnrt_instance* instance, const attnrt_attention_desc* desc,
-                                  int32_t is_backward, int32_t num_threads, size_t* bytes,
-                                  attnrt_message* error);
+  attnrt_status (*workspace_size)(attnrt_instance* instance, const attnrt_attention_desc* desc, int32_t is_backward,
+                                  int32_t num_threads, size_t* bytes, attnrt_message* error);
 
   attnrt_status (*forward)(attnrt_instance* instance, const attnrt_attention_desc* desc,
-                           const attnrt_forward_args* args, const attnrt_exec* exec,
-                           attnrt_message* error);
+                           const attnrt_forward_args* args, const attnrt_exec* exec, attnrt_message* error);
 
   /* NULL when the plugin has no backward (and does not advertise ATTNRT_FEATURE_BACKWARD). */
   attnrt_status (*backward)(attnrt_instance* instance, const attnrt_attention_desc* desc,
-                            const attnrt_backward_args* args, const attnrt_exec* exec,
-                            attnrt_message* error);
+                            const attnrt_backward_args* args, const attnrt_exec* exec, attnrt_message* error);
 } attnrt_plugin_api;
 
 /* The entry point: returns the plugin's static function table (never NULL for a valid plugin).
  * Takes the host's version so a plugin may log a mismatch; the host makes the decision. */
-typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_major,
-                                                            uint32_t host_abi_minor);
+typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
 
 /* ---------------------------------------------------------------- sizes per version */
 

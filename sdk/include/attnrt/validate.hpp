@@ -33,8 +33,11 @@ inline DLDataType dl_dtype(attnrt_dtype dtype) {
 }
 
 inline std::string dl_dtype_name(DLDataType t) {
-  const char* base = t.code == kDLFloat ? "float" : t.code == kDLBfloat ? "bfloat"
-                   : t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : "code?";
+  const char* base = t.code == kDLFloat    ? "float"
+                     : t.code == kDLBfloat ? "bfloat"
+                     : t.code == kDLInt    ? "int"
+                     : t.code == kDLUInt   ? "uint"
+                                           : "code?";
   std::string s = base + std::to_string(t.bits);
   if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
   return s;
@@ -58,19 +61,17 @@ inline std::string shape_string(const DLTensor& t) {
   return shape_string(std::vector<int64_t>(t.shape, t.shape + (t.ndim > 0 ? t.ndim : 0)));
 }
 
-[[noreturn]] inline void invalid(const std::string& what) {
-  throw Error(ATTNRT_ERROR_INVALID_ARGUMENT, what);
-}
+[[noreturn]] inline void invalid(const std::string& what) { throw Error(ATTNRT_ERROR_INVALID_ARGUMENT, what); }
 
 // Checks one tensor: present, on `device`, of `dtype` and `dims` (-1 = any extent), with a
 // contiguous last dimension and an element-aligned data pointer.
-inline void check_tensor(const char* name, const DLTensor* t, const std::vector<int64_t>& dims,
-                         DLDataType dtype, DLDevice device) {
+inline void check_tensor(const char* name, const DLTensor* t, const std::vector<int64_t>& dims, DLDataType dtype,
+                         DLDevice device) {
   const std::string n = name;
   if (t == nullptr) invalid(n + ": required tensor is NULL");
   if (t->ndim != static_cast<int32_t>(dims.size()) || t->shape == nullptr) {
-    invalid(n + ": expected " + std::to_string(dims.size()) + " dimensions " + shape_string(dims) +
-            ", got " + std::to_string(t->ndim) + (t->shape ? " " + shape_string(*t) : ""));
+    invalid(n + ": expected " + std::to_string(dims.size()) + " dimensions " + shape_string(dims) + ", got " +
+            std::to_string(t->ndim) + (t->shape ? " " + shape_string(*t) : ""));
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (t->shape[i] < 0 || (dims[i] >= 0 && t->shape[i] != dims[i])) {
@@ -89,8 +90,7 @@ inline void check_tensor(const char* name, const DLTensor* t, const std::vector<
   const size_t elem = (dtype.bits * dtype.lanes + 7) / 8;
   const auto address = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
   if (elem > 0 && address % elem != 0) {
-    invalid(n + ": data pointer + byte_offset is not aligned to its " + std::to_string(elem) +
-            "-byte element");
+    invalid(n + ": data pointer + byte_offset is not aligned to its " + std::to_string(elem) + "-byte element");
   }
   if (t->strides != nullptr && t->ndim > 0 && t->shape[t->ndim - 1] > 1 && t->strides[t->ndim - 1] != 1) {
     invalid(n + ": last dimension must be contiguous (stride 1), got stride " +
@@ -138,8 +138,8 @@ inline void check_desc(const attnrt_attention_desc& d) {
   }
   if (!std::isfinite(d.softmax_scale)) invalid("desc.softmax_scale must be finite");
   if (d.window_left < -1 || d.window_right < -1) {
-    invalid("desc: window_left/window_right must be >= -1 (-1: unlimited), got (" +
-            std::to_string(d.window_left) + ", " + std::to_string(d.window_right) + ")");
+    invalid("desc: window_left/window_right must be >= -1 (-1: unlimited), got (" + std::to_string(d.window_left) +
+            ", " + std::to_string(d.window_right) + ")");
   }
   if (!(d.softcap >= 0.0f) || !std::isfinite(d.softcap)) {
     invalid("desc.softcap must be finite and >= 0, got " + std::to_string(d.softcap));
@@ -154,9 +154,7 @@ inline void check_desc(const attnrt_attention_desc& d) {
 }
 
 // The window the call really uses: causal is window_right = 0 (FlashAttention-2's convention).
-inline int32_t effective_window_right(const attnrt_attention_desc& d) {
-  return d.causal ? 0 : d.window_right;
-}
+inline int32_t effective_window_right(const attnrt_attention_desc& d) { return d.causal ? 0 : d.window_right; }
 
 // Why `caps` cannot honour `d` ("" when it can). Plugins call this first in supports().
 inline std::string capability_gap(const attnrt_capabilities& caps, const attnrt_attention_desc& d) {
@@ -184,7 +182,11 @@ inline std::string capability_gap(const attnrt_capabilities& caps, const attnrt_
       return "head_dim " + std::to_string(hd) + " < " + std::to_string(caps.min_head_dim);
     }
   }
-  struct Need { bool requested; uint64_t bit; const char* what; };
+  struct Need {
+    bool requested;
+    uint64_t bit;
+    const char* what;
+  };
   const Need needs[] = {
       {d.heads_q != d.heads_kv, ATTNRT_FEATURE_GQA, "GQA/MQA (heads_q != heads_kv)"},
       {d.causal != 0, ATTNRT_FEATURE_CAUSAL, "causal masking"},
@@ -214,8 +216,8 @@ inline const int32_t* host_i32(const DLTensor* t) {
   return reinterpret_cast<const int32_t*>(static_cast<const char*>(t->data) + t->byte_offset);
 }
 
-inline void check_cu_seqlens(const char* name, const DLTensor* cu, int32_t batch, int64_t total,
-                             int32_t max_seqlen, DLDevice device) {
+inline void check_cu_seqlens(const char* name, const DLTensor* cu, int32_t batch, int64_t total, int32_t max_seqlen,
+                             DLDevice device) {
   check_tensor(name, cu, {batch + 1}, i32(), device);
   if (device.device_type != kDLCPU) return;  // contents live on the device; trusted
   const int32_t* c = host_i32(cu);
@@ -225,13 +227,13 @@ inline void check_cu_seqlens(const char* name, const DLTensor* cu, int32_t batch
     const int64_t len = static_cast<int64_t>(c[(b + 1) * stride]) - c[b * stride];
     if (len < 0) invalid(std::string(name) + " must be non-decreasing (at index " + std::to_string(b + 1) + ")");
     if (len > max_seqlen) {
-      invalid(std::string(name) + ": sequence " + std::to_string(b) + " has length " +
-              std::to_string(len) + " > max_seqlen " + std::to_string(max_seqlen));
+      invalid(std::string(name) + ": sequence " + std::to_string(b) + " has length " + std::to_string(len) +
+              " > max_seqlen " + std::to_string(max_seqlen));
     }
   }
   if (c[batch * stride] != total) {
-    invalid(std::string(name) + "[batch] must equal the packed length " + std::to_string(total) +
-            ", got " + std::to_string(c[batch * stride]));
+    invalid(std::string(name) + "[batch] must equal the packed length " + std::to_string(total) + ", got " +
+            std::to_string(c[batch * stride]));
   }
 }
 
@@ -300,8 +302,8 @@ void check_optional_inputs(const attnrt_attention_desc& d, const Args& a, const 
         for (int64_t p = 0; p < need; ++p) {
           const int32_t page = table[b * ts + p];
           if (page < 0 || page >= pages) {
-            invalid("block_table[" + std::to_string(b) + ", " + std::to_string(p) + "] = " +
-                    std::to_string(page) + " is outside [0, " + std::to_string(pages) + ")");
+            invalid("block_table[" + std::to_string(b) + ", " + std::to_string(p) + "] = " + std::to_string(page) +
+                    " is outside [0, " + std::to_string(pages) + ")");
           }
         }
       }
@@ -356,9 +358,9 @@ inline void require_supported(const std::string& reason) {
 // Throws Error(ATTNRT_ERROR_OUT_OF_MEMORY) when the host's workspace is smaller than `need`.
 inline void require_workspace(const attnrt_exec& exec, size_t need, int num_threads) {
   if (exec.workspace_size < need || (need > 0 && exec.workspace == nullptr)) {
-    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
-                "workspace of " + std::to_string(exec.workspace_size) + " bytes is too small: " +
-                    std::to_string(need) + " needed for " + std::to_string(num_threads) + " threads");
+    throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, "workspace of " + std::to_string(exec.workspace_size) +
+                                                " bytes is too small: " + std::to_string(need) + " needed for " +
+                                                std::to_string(num_threads) + " threads");
   }
 }
 

@@ -14,10 +14,9 @@ namespace attnrt::kernels {
 
 inline constexpr int64_t kGemmTileN = 16;
 
-
 template <int R, bool kAccumulate>
-inline void gemm_tile_rows(float* __restrict c, int64_t ldc, const float* __restrict a, int64_t sa_i,
-                           int64_t sa_k, const float* __restrict b, int64_t ldb, int64_t n, int64_t k) {
+inline void gemm_tile_rows(float* __restrict c, int64_t ldc, const float* __restrict a, int64_t sa_i, int64_t sa_k,
+                           const float* __restrict b, int64_t ldb, int64_t n, int64_t k) {
   for (int64_t j0 = 0; j0 < n; j0 += kGemmTileN) {
     vec8f acc[R][2];
     for (int r = 0; r < R; ++r) {

@@ -10,9 +10,7 @@
 
 namespace attnrt::kernels {
 
-inline const char* tensor_base(const DLTensor* t) {
-  return static_cast<const char*>(t->data) + t->byte_offset;
-}
+inline const char* tensor_base(const DLTensor* t) { return static_cast<const char*>(t->data) + t->byte_offset; }
 
 inline int64_t stride_of(const DLTensor* t, int dim) {
   if (t->strides != nullptr) return t->strides[dim];
@@ -29,8 +27,8 @@ class RowTensor {
   RowTensor() = default;
   // padded: t is [batch, seqlen, heads, dim]; varlen: [total, heads, dim] with cu offsets;
   // paged: [pages, page_size, heads, dim] with block_table [batch, max_pages].
-  RowTensor(const DLTensor* t, Kind kind, const int32_t* cu = nullptr,
-            const DLTensor* block_table = nullptr, int32_t page_size = 0)
+  RowTensor(const DLTensor* t, Kind kind, const int32_t* cu = nullptr, const DLTensor* block_table = nullptr,
+            int32_t page_size = 0)
       : base_(const_cast<char*>(tensor_base(t))), kind_(kind), cu_(cu), page_size_(page_size) {
     const int64_t elem = t->dtype.bits / 8;
     if (kind == Kind::kVarlen) {
@@ -133,8 +131,7 @@ struct KeyRange {
   int64_t lo, hi;
 };
 
-inline KeyRange visible_keys(int64_t i, int64_t q_len, int64_t k_len, int32_t window_left,
-                             int32_t window_right) {
+inline KeyRange visible_keys(int64_t i, int64_t q_len, int64_t k_len, int32_t window_left, int32_t window_right) {
   const int64_t diag = i + k_len - q_len;
   int64_t lo = window_left >= 0 ? diag - window_left : 0;
   int64_t hi = window_right >= 0 ? diag + window_right + 1 : k_len;

@@ -15,9 +15,9 @@ struct ForwardProblem {
   attnrt_attention_desc desc{};
   SeqLengths lengths;
   RowTensor q, k, v, out;
-  LseTensor lse;                      // empty unless desc.return_lse
-  const float* sinks = nullptr;       // [heads_q] or null
-  const DLTensor* alibi = nullptr;    // null without ALiBi
+  LseTensor lse;                                // empty unless desc.return_lse
+  const float* sinks = nullptr;                 // [heads_q] or null
+  const DLTensor* alibi = nullptr;              // null without ALiBi
   int32_t window_left = -1, window_right = -1;  // causal folded into window_right
 
   int32_t group() const { return desc.heads_q / desc.heads_kv; }
@@ -30,7 +30,7 @@ struct ForwardProblem {
 
 struct BackwardProblem : ForwardProblem {
   RowTensor dout, dq, dk, dv;
-  float* dsinks = nullptr;            // [heads_q] or null
+  float* dsinks = nullptr;  // [heads_q] or null
 };
 
 namespace detail {
@@ -38,8 +38,7 @@ inline RowTensor::Kind q_kind(const attnrt_attention_desc& d) {
   return d.is_varlen ? RowTensor::Kind::kVarlen : RowTensor::Kind::kPadded;
 }
 inline RowTensor::Kind kv_kind(const attnrt_attention_desc& d) {
-  return d.is_varlen ? RowTensor::Kind::kVarlen
-                     : d.is_paged ? RowTensor::Kind::kPaged : RowTensor::Kind::kPadded;
+  return d.is_varlen ? RowTensor::Kind::kVarlen : d.is_paged ? RowTensor::Kind::kPaged : RowTensor::Kind::kPadded;
 }
 
 template <class Args>

@@ -14,8 +14,8 @@ namespace attnrt::kernels {
 inline constexpr int64_t kMaxTileHeadDim = 512;
 
 // Rows t0 .. t0+n of head h of sequence b, as float, into dst [n, ld]; columns dim..ld zeroed.
-inline void pack_rows(const RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t t0, int64_t n,
-                      int64_t dim, float scale, float* __restrict dst, int64_t ld) {
+inline void pack_rows(const RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim,
+                      float scale, float* __restrict dst, int64_t ld) {
   for (int64_t r = 0; r < n; ++r) {
     float* row = dst + r * ld;
     load_row_scaled(t.row(b, t0 + r, h), dtype, scale, row, dim);
@@ -25,8 +25,8 @@ inline void pack_rows(const RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t
 
 // Same rows, transposed: dst [dim, ld] with dst[c * ld + r] = row r, column c; columns n..ld
 // of dst zeroed so the padded part of a product is finite.
-inline void pack_rows_transposed(const RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t t0,
-                                 int64_t n, int64_t dim, float* __restrict dst, int64_t ld) {
+inline void pack_rows_transposed(const RowTensor& t, attnrt_dtype dtype, int64_t b, int64_t h, int64_t t0, int64_t n,
+                                 int64_t dim, float* __restrict dst, int64_t ld) {
   float row[kMaxTileHeadDim];
   for (int64_t r = 0; r < n; ++r) {
     load_row(t.row(b, t0 + r, h), dtype, row, dim);

@@ -40,7 +40,8 @@ std::string check_support_query(const std::filesystem::path& lib) {
     attnrt_forward_args fa = w.forward_args();
     std::vector<char> ws;
     sdk::MessageBuffer err;
-    if (raw.forward(w.desc, fa, ws, err) == ATTNRT_OK) failures.push_back(name + ": refused by supports() but forward computed it");
+    if (raw.forward(w.desc, fa, ws, err) == ATTNRT_OK)
+      failures.push_back(name + ": refused by supports() but forward computed it");
     refused.push_back(name);
   };
   for (auto& [name, spec] : probes) {
@@ -67,7 +68,8 @@ std::string check_support_query(const std::filesystem::path& lib) {
     probe(sdk::dtype_name(dtype_of_bit(bit)), w);
   }
   if (!failures.empty()) throw CheckFailed(fmt::format("{}", fmt::join(failures, "; ")));
-  return refused.empty() ? "the plugin advertises every feature" : fmt::format("refused with a reason: {}", fmt::join(refused, ", "));
+  return refused.empty() ? "the plugin advertises every feature"
+                         : fmt::format("refused with a reason: {}", fmt::join(refused, ", "));
 }
 
 // One mistake in an otherwise supported call: the plugin returns an error with a message.
@@ -75,7 +77,8 @@ std::string check_bad_argument(const std::filesystem::path& lib, const std::stri
   RawPlugin raw(lib);
   const attnrt_capabilities& caps = raw.lib->capabilities();
   Workload w = cpu_workload(base_spec(caps, first_dtype(caps)), caps);
-  if (!raw.unsupported(w.desc).empty()) throw CheckSkipped("the plugin refuses the base call: " + raw.unsupported(w.desc));
+  if (!raw.unsupported(w.desc).empty())
+    throw CheckSkipped("the plugin refuses the base call: " + raw.unsupported(w.desc));
   attnrt_forward_args a = w.forward_args();
   HostTensor other;
   DLTensor view;

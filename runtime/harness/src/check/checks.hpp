@@ -22,7 +22,7 @@ std::string check_create(const std::filesystem::path& lib);
 std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype);
 
 // argument_checks.cpp: support-query and bad-arguments/<mistake>, one of kBadArgumentMistakes.
-inline constexpr const char* kBadArgumentMistakes[] = {"null-q",   "null-data",      "wrong-dtype", "shape-mismatch",
+inline constexpr const char* kBadArgumentMistakes[] = {"null-q",     "null-data",      "wrong-dtype", "shape-mismatch",
                                                        "misaligned", "non-contiguous", "wrong-device"};
 std::string check_support_query(const std::filesystem::path& lib);
 std::string check_bad_argument(const std::filesystem::path& lib, const std::string& mistake);

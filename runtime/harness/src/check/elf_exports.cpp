@@ -16,11 +16,13 @@ std::vector<std::string> elf_exported_symbols(const std::filesystem::path& so) {
   if (!in) throw Error(so.string() + ": cannot open");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto fail = [&](const char* why) { return Error(so.string() + ": " + why); };
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) throw fail("not an ELF file");
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    throw fail("not an ELF file");
   if (bytes[EI_CLASS] != ELFCLASS64) throw fail("not a 64-bit ELF file");
   Elf64_Ehdr eh;
   std::memcpy(&eh, bytes.data(), sizeof eh);
-  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff + uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size()) {
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > bytes.size()) {
     throw fail("malformed section table");
   }
   auto section = [&](size_t i) {
@@ -34,7 +36,8 @@ std::vector<std::string> elf_exported_symbols(const std::filesystem::path& so) {
     if (sh.sh_type != SHT_DYNSYM) continue;
     if (sh.sh_link >= eh.e_shnum) throw fail("malformed .dynsym link");
     const Elf64_Shdr strtab = section(sh.sh_link);
-    if (sh.sh_offset + sh.sh_size > bytes.size() || strtab.sh_offset + strtab.sh_size > bytes.size()) throw fail("truncated symbols");
+    if (sh.sh_offset + sh.sh_size > bytes.size() || strtab.sh_offset + strtab.sh_size > bytes.size())
+      throw fail("truncated symbols");
     for (uint64_t off = sh.sh_offset; off + sizeof(Elf64_Sym) <= sh.sh_offset + sh.sh_size; off += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
       std::memcpy(&sym, bytes.data() + off, sizeof sym);

@@ -39,9 +39,10 @@ bool names_probe_type(const std::string& reason) {
 std::string check_unknown_extensions(const std::filesystem::path& lib) {
   RawPlugin raw(lib);
   if (raw.api().abi_minor < 1) {
-    throw CheckSkipped(fmt::format("built against ABI {}.{}: extension blocks (ABI 1.1) are never sent to it; the "
-                                   "host refuses it for calls that carry one",
-                                   raw.api().abi_major, raw.api().abi_minor));
+    throw CheckSkipped(
+        fmt::format("built against ABI {}.{}: extension blocks (ABI 1.1) are never sent to it; the "
+                    "host refuses it for calls that carry one",
+                    raw.api().abi_major, raw.api().abi_minor));
   }
   const attnrt_capabilities& caps = raw.lib->capabilities();
   Workload w = cpu_workload(base_spec(caps, first_dtype(caps)), caps);
@@ -71,16 +72,17 @@ std::string check_unknown_extensions(const std::filesystem::path& lib) {
   const attnrt_status required = raw.api().supports(raw.inst, &w.desc, reason.get());
   std::string refusal = reason.text();
   if (required == ATTNRT_OK) {
-    failures.push_back("supports() accepted a required block of unknown vendor type 0xffffffff: a plugin must refuse "
-                       "a required extension it does not implement");
+    failures.push_back(
+        "supports() accepted a required block of unknown vendor type 0xffffffff: a plugin must refuse "
+        "a required extension it does not implement");
   } else {
     if (required != ATTNRT_ERROR_UNSUPPORTED) {
-      failures.push_back(fmt::format("supports() refused the required unknown block as {}, not unsupported",
-                                     status_name(required)));
+      failures.push_back(
+          fmt::format("supports() refused the required unknown block as {}, not unsupported", status_name(required)));
     }
     if (!names_probe_type(refusal)) {
-      failures.push_back(fmt::format("the reason for refusing the required block does not name its type 0xffffffff: '{}'",
-                                     refusal));
+      failures.push_back(
+          fmt::format("the reason for refusing the required block does not name its type 0xffffffff: '{}'", refusal));
     }
     sdk::MessageBuffer err;
     if (run_forward(err) == ATTNRT_OK) failures.push_back("forward computed a call with a required unknown block");

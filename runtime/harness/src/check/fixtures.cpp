@@ -13,19 +13,33 @@ const std::vector<Feature>& features() {
   static const std::vector<Feature> f = {
       {"gqa", ATTNRT_FEATURE_GQA, [](WorkloadSpec& s) { s.heads_kv = 2; }},
       {"causal", ATTNRT_FEATURE_CAUSAL, [](WorkloadSpec& s) { s.causal = true; }},
-      {"window", ATTNRT_FEATURE_SLIDING_WINDOW, [](WorkloadSpec& s) { s.window_left = 12; s.window_right = 4; }},
+      {"window", ATTNRT_FEATURE_SLIDING_WINDOW,
+       [](WorkloadSpec& s) {
+         s.window_left = 12;
+         s.window_right = 4;
+       }},
       {"softcap", ATTNRT_FEATURE_SOFTCAP, [](WorkloadSpec& s) { s.softcap = 1.5f; }},
       {"sinks", ATTNRT_FEATURE_SINKS, [](WorkloadSpec& s) { s.sinks = true; }},
       {"alibi", ATTNRT_FEATURE_ALIBI, [](WorkloadSpec& s) { s.alibi = true; }},
-      {"varlen", ATTNRT_FEATURE_VARLEN, [](WorkloadSpec& s) { s.seqlens_q = {7, 0, 33}; s.seqlens_k = {9, 5, 40}; }},
-      {"paged", ATTNRT_FEATURE_PAGED_KV, [](WorkloadSpec& s) { s.paged = true; s.page_size = 16; }},
+      {"varlen", ATTNRT_FEATURE_VARLEN,
+       [](WorkloadSpec& s) {
+         s.seqlens_q = {7, 0, 33};
+         s.seqlens_k = {9, 5, 40};
+       }},
+      {"paged", ATTNRT_FEATURE_PAGED_KV,
+       [](WorkloadSpec& s) {
+         s.paged = true;
+         s.page_size = 16;
+       }},
       {"head_dim_v", ATTNRT_FEATURE_HEAD_DIM_V, [](WorkloadSpec& s) { s.head_dim_v = s.head_dim / 2; }},
   };
   return f;
 }
 
 attnrt_dtype dtype_of_bit(uint32_t bit) {
-  return bit == ATTNRT_DTYPE_BIT_FP16 ? ATTNRT_DTYPE_FP16 : bit == ATTNRT_DTYPE_BIT_BF16 ? ATTNRT_DTYPE_BF16 : ATTNRT_DTYPE_FP32;
+  return bit == ATTNRT_DTYPE_BIT_FP16   ? ATTNRT_DTYPE_FP16
+         : bit == ATTNRT_DTYPE_BIT_BF16 ? ATTNRT_DTYPE_BF16
+                                        : ATTNRT_DTYPE_FP32;
 }
 
 attnrt_dtype first_dtype(const attnrt_capabilities& caps) { return dtype_of_bit(caps.dtypes & -caps.dtypes); }
@@ -57,7 +71,8 @@ Workload cpu_workload(WorkloadSpec spec, const attnrt_capabilities& caps) {
 RawPlugin::RawPlugin(const std::filesystem::path& path) : lib(PluginLibrary::open(path)) {
   attnrt_host_info host{sizeof host, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR, nullptr, nullptr};
   sdk::MessageBuffer err;
-  if (lib->api().create(&host, &inst, err.get()) != ATTNRT_OK) throw CheckFailed(std::string("create failed: ") + err.text());
+  if (lib->api().create(&host, &inst, err.get()) != ATTNRT_OK)
+    throw CheckFailed(std::string("create failed: ") + err.text());
 }
 
 RawPlugin::~RawPlugin() {

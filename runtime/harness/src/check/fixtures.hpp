@@ -3,9 +3,9 @@
 // its C table.
 #pragma once
 
+#include <attnrt/plugin_abi.h>
 #include <attnrt/harness/workload.hpp>
 #include <attnrt/plugin.hpp>
-#include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/plugin_library.hpp>
 
 #include <filesystem>

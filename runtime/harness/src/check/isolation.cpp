@@ -86,9 +86,10 @@ CheckResult run_isolated(const std::string& name, const std::function<std::strin
     result.detail = fmt::format("crashed with signal {} ({})", strsignal(WTERMSIG(wstatus)), WTERMSIG(wstatus));
   } else if (message.empty()) {
     result.status = CheckResult::Status::kFail;
-    result.detail = fmt::format("the check process exited ({}) without a result", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    result.detail =
+        fmt::format("the check process exited ({}) without a result", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
   } else {
-    result.status = message[0] == 'P' ? CheckResult::Status::kPass
+    result.status = message[0] == 'P'   ? CheckResult::Status::kPass
                     : message[0] == 'S' ? CheckResult::Status::kSkip
                                         : CheckResult::Status::kFail;
     result.detail = message.substr(1);

@@ -10,8 +10,12 @@ namespace attnrt::check {
 
 // The body returns its detail text for a pass, throws CheckFailed for a failure and
 // CheckSkipped for a skip. Anything else thrown is a failure with its message.
-struct CheckFailed : std::runtime_error { using std::runtime_error::runtime_error; };
-struct CheckSkipped : std::runtime_error { using std::runtime_error::runtime_error; };
+struct CheckFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct CheckSkipped : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 CheckResult run_isolated(const std::string& name, const std::function<std::string()>& body, double timeout_seconds);
 

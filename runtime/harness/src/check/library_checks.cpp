@@ -23,12 +23,14 @@ constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_HEAD_DIM_V << 1) - 1;
 
 std::string check_load(const std::filesystem::path& lib) {
   auto l = PluginLibrary::open(lib);
-  return fmt::format("{} {} (ABI {}), {}", l->name(), l->version(), l->abi_version(), describe_devices(l->capabilities()));
+  return fmt::format("{} {} (ABI {}), {}", l->name(), l->version(), l->abi_version(),
+                     describe_devices(l->capabilities()));
 }
 
 std::string check_exports(const std::filesystem::path& lib) {
   const auto syms = elf_exported_symbols(lib);
-  if (syms.size() == 1 && syms[0] == ATTNRT_PLUGIN_ENTRY_SYMBOL) return std::string("exactly " ATTNRT_PLUGIN_ENTRY_SYMBOL);
+  if (syms.size() == 1 && syms[0] == ATTNRT_PLUGIN_ENTRY_SYMBOL)
+    return std::string("exactly " ATTNRT_PLUGIN_ENTRY_SYMBOL);
   throw CheckFailed(fmt::format("expected only " ATTNRT_PLUGIN_ENTRY_SYMBOL ", found {} symbol(s): {}", syms.size(),
                                 fmt::join(syms.begin(), syms.begin() + std::min<size_t>(syms.size(), 8), ", ")));
 }
@@ -38,23 +40,35 @@ std::string check_abi(const std::filesystem::path& lib) {
   const attnrt_plugin_api& api = l->api();
   const attnrt_capabilities& c = l->capabilities();
   std::vector<std::string> problems;
-  if (api.abi_minor > ATTNRT_ABI_VERSION_MINOR) problems.push_back(fmt::format("built against a newer minor ({}.{}) than this kit ({}.{}): newer fields are not checked", api.abi_major, api.abi_minor, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR));
+  if (api.abi_minor > ATTNRT_ABI_VERSION_MINOR)
+    problems.push_back(
+        fmt::format("built against a newer minor ({}.{}) than this kit ({}.{}): newer fields are not checked",
+                    api.abi_major, api.abi_minor, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR));
   if (!api.version || !api.description) problems.push_back("version and description must not be NULL");
   if (!c.devices) problems.push_back("capabilities.devices is empty");
   if (!c.dtypes) problems.push_back("capabilities.dtypes is empty");
-  if (c.features & ~kKnownFeatures) problems.push_back(fmt::format("unknown feature bits {:#x}", c.features & ~kKnownFeatures));
-  if (c.min_head_dim < 1 || (c.max_head_dim > 0 && c.max_head_dim < c.min_head_dim)) problems.push_back("head_dim range is empty");
-  if (!(c.features & ATTNRT_FEATURE_BACKWARD) && api.backward) problems.push_back("has a backward entry but does not advertise backward");
-  if (!problems.empty() && !(problems.size() == 1 && api.abi_minor > ATTNRT_ABI_VERSION_MINOR)) throw CheckFailed(fmt::format("{}", fmt::join(problems, "; ")));
-  return fmt::format("ABI {}.{}, table {} bytes, capabilities {} bytes", api.abi_major, api.abi_minor, api.struct_size, c.struct_size);
+  if (c.features & ~kKnownFeatures)
+    problems.push_back(fmt::format("unknown feature bits {:#x}", c.features & ~kKnownFeatures));
+  if (c.min_head_dim < 1 || (c.max_head_dim > 0 && c.max_head_dim < c.min_head_dim))
+    problems.push_back("head_dim range is empty");
+  if (!(c.features & ATTNRT_FEATURE_BACKWARD) && api.backward)
+    problems.push_back("has a backward entry but does not advertise backward");
+  if (!problems.empty() && !(problems.size() == 1 && api.abi_minor > ATTNRT_ABI_VERSION_MINOR))
+    throw CheckFailed(fmt::format("{}", fmt::join(problems, "; ")));
+  return fmt::format("ABI {}.{}, table {} bytes, capabilities {} bytes", api.abi_major, api.abi_minor, api.struct_size,
+                     c.struct_size);
 }
 
 std::string check_manifest(const PluginRecord& record) {
   if (!record.manifest) throw CheckSkipped("a loose library, no manifest");
   auto l = PluginLibrary::open(record.library);
   const Manifest& m = *record.manifest;
-  if (m.name != l->name()) throw CheckFailed(fmt::format("{} says '{}' but the library calls itself '{}'", m.source.string(), m.name, l->name()));
-  if (!m.version.empty() && m.version != l->version()) throw CheckFailed(fmt::format("{} says version {} but the library says {}", m.source.string(), m.version, l->version()));
+  if (m.name != l->name())
+    throw CheckFailed(
+        fmt::format("{} says '{}' but the library calls itself '{}'", m.source.string(), m.name, l->name()));
+  if (!m.version.empty() && m.version != l->version())
+    throw CheckFailed(
+        fmt::format("{} says version {} but the library says {}", m.source.string(), m.version, l->version()));
   return fmt::format("{}: name {}{}", m.source.filename().string(), m.name,
                      m.aliases.empty() ? "" : fmt::format(", aliases {}", fmt::join(m.aliases, ", ")));
 }

@@ -58,10 +58,12 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype)
       continue;
     }
     const double e_out = max_abs_error(*w.out.dl(), ref.out), lim = tol * std::max(1.0, max_abs(ref.out));
-    if (!(e_out <= lim)) failures.push_back(fmt::format("{}: max |out - fp64 reference| = {:.3g} > {:.3g}", name, e_out, lim));
+    if (!(e_out <= lim))
+      failures.push_back(fmt::format("{}: max |out - fp64 reference| = {:.3g} > {:.3g}", name, e_out, lim));
     if (caps.features & ATTNRT_FEATURE_LSE) {
       const double e_lse = max_abs_error(*w.lse.dl(), ref.lse);
-      if (!(e_lse <= 1e-4)) failures.push_back(fmt::format("{}: max |lse - fp64 reference| = {:.3g} > 1e-4", name, e_lse));
+      if (!(e_lse <= 1e-4))
+        failures.push_back(fmt::format("{}: max |lse - fp64 reference| = {:.3g} > 1e-4", name, e_lse));
     }
     if (spec.backward && !spec.paged) {
       const ReferenceBackward g = reference_backward(w.desc, fa, *w.dout.dl());
@@ -79,7 +81,9 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype)
             {"dsinks", {w.desc.has_sinks ? max_abs_error(*w.dsinks.dl(), g.dsinks) : 0.0, max_abs(g.dsinks)}}};
         for (const auto& [gname, e] : grads) {
           const double glim = 2 * tol * std::max(1.0, e.second);
-          if (!(e.first <= glim)) failures.push_back(fmt::format("{}: max |{} - fp64 reference| = {:.3g} > {:.3g}", name, gname, e.first, glim));
+          if (!(e.first <= glim))
+            failures.push_back(
+                fmt::format("{}: max |{} - fp64 reference| = {:.3g} > {:.3g}", name, gname, e.first, glim));
         }
       } catch (const Error& e) {
         failures.push_back(fmt::format("{}: backward failed: {}", name, e.what()));

@@ -28,7 +28,8 @@ std::string check_threads(const std::filesystem::path& lib, int threads) {
   attnrt_forward_args serial_args = w.forward_args();
   std::vector<char> ws;
   sdk::MessageBuffer err;
-  if (raw.forward(w.desc, serial_args, ws, err) != ATTNRT_OK) throw CheckFailed(std::string("serial forward failed: ") + err.text());
+  if (raw.forward(w.desc, serial_args, ws, err) != ATTNRT_OK)
+    throw CheckFailed(std::string("serial forward failed: ") + err.text());
   std::vector<HostTensor> outs(threads, w.out), lses(threads, w.lse);
   std::vector<std::string> errors(threads);
   std::vector<std::thread> pool;
@@ -48,7 +49,8 @@ std::string check_threads(const std::filesystem::path& lib, int threads) {
   for (auto& th : pool) th.join();
   for (int t = 0; t < threads; ++t) {
     if (!errors[t].empty()) throw CheckFailed(fmt::format("thread {}: {}", t, errors[t]));
-    if (std::memcmp(outs[t].data(), w.out.data(), w.out.nbytes()) != 0) throw CheckFailed(fmt::format("thread {}: out differs from the serial call", t));
+    if (std::memcmp(outs[t].data(), w.out.data(), w.out.nbytes()) != 0)
+      throw CheckFailed(fmt::format("thread {}: out differs from the serial call", t));
   }
   return fmt::format("{} threads x 3 calls agree with the serial call bit for bit", threads);
 }

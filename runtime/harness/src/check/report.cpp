@@ -38,12 +38,14 @@ const char* status_word(CheckResult::Status s) {
 std::string to_junit_xml(const ConformanceReport& r) {
   double total = 0;
   for (const auto& c : r.checks) total += c.seconds;
-  std::string x = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
-                              "  <testsuite name=\"attnrt check {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                              xml_escape(r.plugin), r.checks.size(), r.count(CheckResult::Status::kFail),
-                              r.count(CheckResult::Status::kSkip), total);
+  std::string x = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
+      "  <testsuite name=\"attnrt check {}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+      xml_escape(r.plugin), r.checks.size(), r.count(CheckResult::Status::kFail), r.count(CheckResult::Status::kSkip),
+      total);
   for (const auto& c : r.checks) {
-    x += fmt::format("    <testcase classname=\"attnrt.check\" name=\"{}\" time=\"{:.3f}\"", xml_escape(c.name), c.seconds);
+    x += fmt::format("    <testcase classname=\"attnrt.check\" name=\"{}\" time=\"{:.3f}\"", xml_escape(c.name),
+                     c.seconds);
     if (c.status == CheckResult::Status::kFail) {
       x += fmt::format(">\n      <failure message=\"{}\"/>\n    </testcase>\n", xml_escape(c.detail));
     } else if (c.status == CheckResult::Status::kSkip) {

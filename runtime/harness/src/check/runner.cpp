@@ -48,7 +48,8 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   const bool loads = run("load", [&] { return check_load(lib); });
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
-    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "bad-arguments", "threads", "deterministic"}) {
+    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "bad-arguments",
+                             "threads", "deterministic"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;
@@ -77,7 +78,8 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     report.checks.push_back({"numerics/cuda", CheckResult::Status::kSkip,
                              "CUDA numerics are not run by attnrt check (its checks run in forked children, where "
                              "CUDA cannot be used once the parent has initialized it); the shipped CUDA plugins are "
-                             "checked by attnrt_gpu_tests", 0});
+                             "checked by attnrt_gpu_tests",
+                             0});
   }
   return report;
 }

@@ -1,8 +1,8 @@
 #include <attnrt/harness/device_workload.hpp>
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/reference.hpp>
 #include <attnrt/harness/run_job.hpp>
 #include <attnrt/harness/timing.hpp>
+#include <attnrt/runtime/error.hpp>
 
 #include <sys/resource.h>
 
@@ -64,11 +64,12 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
     r.err_lse = desc.return_lse ? max_abs_error(*w.lse.dl(), ref.lse) : 0.0;
     r.tol_out = output_tolerance(desc.dtype);
     bool ok = within(r.err_out, r.tol_out, max_abs(ref.out)) && (!desc.return_lse || within(r.err_lse, r.tol_out, 1.0));
-    if (w.model_out) r.err_vs_model = max_abs_error(*w.out.dl(), [&] {
-      std::vector<double> m(w.model_out->numel());
-      for (int64_t i = 0; i < w.model_out->numel(); ++i) m[i] = w.model_out->get(i);
-      return m;
-    }());
+    if (w.model_out)
+      r.err_vs_model = max_abs_error(*w.out.dl(), [&] {
+        std::vector<double> m(w.model_out->numel());
+        for (int64_t i = 0; i < w.model_out->numel(); ++i) m[i] = w.model_out->get(i);
+        return m;
+      }());
     r.forward_ms = time_ms([&] { backend.forward(desc, dfwd, threads); });
     r.forward_tflops = w.forward_flops / (r.forward_ms * 1e-3) / 1e12;
     r.tokens_per_s = static_cast<double>(w.total_q) / (r.forward_ms * 1e-3);

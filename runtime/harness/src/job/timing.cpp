@@ -1,5 +1,5 @@
-#include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/harness/timing.hpp>
+#include <attnrt/runtime/cuda_memory.hpp>
 
 #include <algorithm>
 #include <chrono>

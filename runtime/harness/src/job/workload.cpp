@@ -1,7 +1,7 @@
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/safetensors.hpp>
-#include <attnrt/runtime/sites.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/sites.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>
@@ -17,9 +17,9 @@ namespace {
 
 const std::vector<std::string>& workload_keys() {
   static const std::vector<std::string> keys = {
-      "file", "dtype", "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim", "head_dim_v",
-      "causal", "window", "softcap", "softmax_scale", "sinks", "alibi", "seqlens_q", "seqlens_k", "paged",
-      "page_size", "backward", "return_lse", "seed", "iterations", "warmup"};
+      "file",       "dtype",  "batch",     "seqlen_q", "seqlen_k",      "heads_q", "heads_kv",   "head_dim",
+      "head_dim_v", "causal", "window",    "softcap",  "softmax_scale", "sinks",   "alibi",      "seqlens_q",
+      "seqlens_k",  "paged",  "page_size", "backward", "return_lse",    "seed",    "iterations", "warmup"};
   return keys;
 }
 
@@ -43,35 +43,59 @@ WorkloadSpec read_workload(const Config& config, const fs::path& data_dir, std::
           const fs::path beside = from_file ? fs::path(origin.file).parent_path() / p : p;
           p = fs::exists(beside) ? beside : data_dir / p;
         }
-        if (!fs::exists(p)) throw Error(origin.describe() + ": workload file '" + v.as<std::string>() + "' not found (looked for " + p.string() + ")");
+        if (!fs::exists(p))
+          throw Error(origin.describe() + ": workload file '" + v.as<std::string>() + "' not found (looked for " +
+                      p.string() + ")");
         s.file = p;
-      } else if (key == "dtype") s.dtype = parse_dtype(v.as<std::string>());
-      else if (key == "batch") s.batch = v.as<int32_t>();
-      else if (key == "seqlen_q") s.seqlen_q = v.as<int32_t>();
-      else if (key == "seqlen_k") s.seqlen_k = v.as<int32_t>();
-      else if (key == "heads_q") s.heads_q = v.as<int32_t>();
-      else if (key == "heads_kv") s.heads_kv = v.as<int32_t>();
-      else if (key == "head_dim") s.head_dim = v.as<int32_t>();
-      else if (key == "head_dim_v") s.head_dim_v = v.as<int32_t>();
-      else if (key == "causal") s.causal = v.as<bool>();
+      } else if (key == "dtype")
+        s.dtype = parse_dtype(v.as<std::string>());
+      else if (key == "batch")
+        s.batch = v.as<int32_t>();
+      else if (key == "seqlen_q")
+        s.seqlen_q = v.as<int32_t>();
+      else if (key == "seqlen_k")
+        s.seqlen_k = v.as<int32_t>();
+      else if (key == "heads_q")
+        s.heads_q = v.as<int32_t>();
+      else if (key == "heads_kv")
+        s.heads_kv = v.as<int32_t>();
+      else if (key == "head_dim")
+        s.head_dim = v.as<int32_t>();
+      else if (key == "head_dim_v")
+        s.head_dim_v = v.as<int32_t>();
+      else if (key == "causal")
+        s.causal = v.as<bool>();
       else if (key == "window") {
         const auto win = v.as<std::vector<int32_t>>();
         if (win.size() != 2) throw Error(origin.describe() + ": 'window' must be [left, right] (-1: unlimited)");
         s.window_left = win[0];
         s.window_right = win[1];
-      } else if (key == "softcap") s.softcap = v.as<float>();
-      else if (key == "softmax_scale") { if (!v.IsNull()) s.softmax_scale = v.as<float>(); }
-      else if (key == "sinks") s.sinks = v.as<bool>();
-      else if (key == "alibi") s.alibi = v.as<bool>();
-      else if (key == "seqlens_q") s.seqlens_q = v.as<std::vector<int32_t>>();
-      else if (key == "seqlens_k") s.seqlens_k = v.as<std::vector<int32_t>>();
-      else if (key == "paged") s.paged = v.as<bool>();
-      else if (key == "page_size") s.page_size = v.as<int32_t>();
-      else if (key == "backward") s.backward = v.as<bool>();
-      else if (key == "return_lse") s.return_lse = v.as<bool>();
-      else if (key == "seed") s.seed = v.as<uint64_t>();
-      else if (key == "iterations") s.iterations = v.as<int>();
-      else if (key == "warmup") s.warmup = v.as<int>();
+      } else if (key == "softcap")
+        s.softcap = v.as<float>();
+      else if (key == "softmax_scale") {
+        if (!v.IsNull()) s.softmax_scale = v.as<float>();
+      } else if (key == "sinks")
+        s.sinks = v.as<bool>();
+      else if (key == "alibi")
+        s.alibi = v.as<bool>();
+      else if (key == "seqlens_q")
+        s.seqlens_q = v.as<std::vector<int32_t>>();
+      else if (key == "seqlens_k")
+        s.seqlens_k = v.as<std::vector<int32_t>>();
+      else if (key == "paged")
+        s.paged = v.as<bool>();
+      else if (key == "page_size")
+        s.page_size = v.as<int32_t>();
+      else if (key == "backward")
+        s.backward = v.as<bool>();
+      else if (key == "return_lse")
+        s.return_lse = v.as<bool>();
+      else if (key == "seed")
+        s.seed = v.as<uint64_t>();
+      else if (key == "iterations")
+        s.iterations = v.as<int>();
+      else if (key == "warmup")
+        s.warmup = v.as<int>();
       else if (warnings) {
         const std::string guess = closest_match(key, workload_keys());
         warnings->push_back(fmt::format("{}: unknown workload key '{}' is ignored{}", origin.describe(), key,
@@ -87,7 +111,8 @@ WorkloadSpec read_workload(const Config& config, const fs::path& data_dir, std::
     throw Error(config.origin("workload.paged").describe() + ": a paged workload cannot also be varlen");
   }
   if (s.seqlens_q.size() != s.seqlens_k.size() && !s.seqlens_k.empty()) {
-    throw Error(config.origin("workload.seqlens_k").describe() + ": seqlens_k must list as many sequences as seqlens_q");
+    throw Error(config.origin("workload.seqlens_k").describe() +
+                ": seqlens_k must list as many sequences as seqlens_q");
   }
   return s;
 }
@@ -107,13 +132,15 @@ std::vector<int32_t> prefix_sums(const std::vector<int32_t>& lengths) {
 }
 
 // Packs rows of a [batch, seqlen, heads, dim] tensor where mask == 1 into [total, heads, dim].
-HostTensor pack_by_mask(const HostTensor& t, const std::vector<std::vector<int64_t>>& rows, int64_t total, DLDataType dtype) {
+HostTensor pack_by_mask(const HostTensor& t, const std::vector<std::vector<int64_t>>& rows, int64_t total,
+                        DLDataType dtype) {
   const int64_t seqlen = t.shape()[1], heads = t.shape()[2], dim = t.shape()[3];
   HostTensor out({total, heads, dim}, dtype);
   int64_t dst = 0;
   for (size_t b = 0; b < rows.size(); ++b) {
     for (int64_t s : rows[b]) {
-      for (int64_t e = 0; e < heads * dim; ++e) out.set(dst * heads * dim + e, t.get((static_cast<int64_t>(b) * seqlen + s) * heads * dim + e));
+      for (int64_t e = 0; e < heads * dim; ++e)
+        out.set(dst * heads * dim + e, t.get((static_cast<int64_t>(b) * seqlen + s) * heads * dim + e));
       ++dst;
     }
   }
@@ -127,7 +154,8 @@ void load_file(const WorkloadSpec& spec, Workload& w) {
     auto it = f.tensors.find(name);
     if (it == f.tensors.end()) throw Error(where + ": missing tensor '" + std::string(name) + "'");
     if (it->second.shape().size() != 4) {
-      throw Error(where + ": tensor '" + name + "' must be [batch, seqlen, heads, head_dim], got " + sdk::shape_string(it->second.shape()));
+      throw Error(where + ": tensor '" + name + "' must be [batch, seqlen, heads, head_dim], got " +
+                  sdk::shape_string(it->second.shape()));
     }
   }
   const HostTensor& q = f.tensors.at("q");
@@ -146,9 +174,11 @@ void load_file(const WorkloadSpec& spec, Workload& w) {
     throw Error(where + ": q " + sdk::shape_string(q.shape()) + ", k " + sdk::shape_string(k.shape()) + ", v " +
                 sdk::shape_string(v.shape()) + " do not describe one attention call");
   }
-  if (auto it = f.metadata.find("softmax_scale"); it != f.metadata.end() && !spec.softmax_scale) d.softmax_scale = std::stof(it->second);
+  if (auto it = f.metadata.find("softmax_scale"); it != f.metadata.end() && !spec.softmax_scale)
+    d.softmax_scale = std::stof(it->second);
   w.source = where;
-  if (auto it = f.metadata.find("model"); it != f.metadata.end()) w.source += " (" + it->second + ", layer " + f.metadata["layer"] + ")";
+  if (auto it = f.metadata.find("model"); it != f.metadata.end())
+    w.source += " (" + it->second + ", layer " + f.metadata["layer"] + ")";
   const DLDataType dt = dl_dtype_of(spec.dtype);
 
   auto mask_it = f.tensors.find("attention_mask");
@@ -163,7 +193,8 @@ void load_file(const WorkloadSpec& spec, Workload& w) {
   // Padding mask -> varlen: the real sequences, packed, with cu_seqlens (self-attention).
   const HostTensor& mask = mask_it->second;
   if (mask.shape() != std::vector<int64_t>{d.batch, d.seqlen_q} || d.seqlen_q != d.seqlen_k) {
-    throw Error(where + ": attention_mask must be [batch, seqlen] of a self-attention call, got " + sdk::shape_string(mask.shape()));
+    throw Error(where + ": attention_mask must be [batch, seqlen] of a self-attention call, got " +
+                sdk::shape_string(mask.shape()));
   }
   std::vector<std::vector<int64_t>> rows(d.batch);
   std::vector<int32_t> lengths(d.batch, 0);
@@ -178,7 +209,8 @@ void load_file(const WorkloadSpec& spec, Workload& w) {
   w.q = pack_by_mask(q, rows, w.total_q, dt);
   w.k = pack_by_mask(k, rows, w.total_q, dt);
   w.v = pack_by_mask(v, rows, w.total_q, dt);
-  if (auto o = f.tensors.find("out_hf"); o != f.tensors.end()) w.model_out = pack_by_mask(o->second, rows, w.total_q, dl_float32());
+  if (auto o = f.tensors.find("out_hf"); o != f.tensors.end())
+    w.model_out = pack_by_mask(o->second, rows, w.total_q, dl_float32());
   w.cu_seqlens_q = int32_vector(cu);
   w.cu_seqlens_k = int32_vector(cu);
   d.is_varlen = 1;
@@ -264,9 +296,12 @@ Workload make_workload(const WorkloadSpec& spec) {
   d.window_left = -1;
   d.window_right = -1;
   std::mt19937_64 rng(spec.seed);
-  if (spec.file) load_file(spec, w);
-  else make_random(spec, w, rng);
-  if (d.softmax_scale == 0.0f) d.softmax_scale = spec.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(d.head_dim)));
+  if (spec.file)
+    load_file(spec, w);
+  else
+    make_random(spec, w, rng);
+  if (d.softmax_scale == 0.0f)
+    d.softmax_scale = spec.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(d.head_dim)));
   d.causal = spec.causal ? 1 : 0;
   d.window_left = spec.window_left;
   d.window_right = spec.window_right;
@@ -280,7 +315,8 @@ Workload make_workload(const WorkloadSpec& spec) {
   std::vector<int64_t> out_shape = w.q.shape();
   out_shape.back() = d.head_dim_v;
   w.out = HostTensor(out_shape, dt);
-  w.lse = d.is_varlen ? HostTensor({d.heads_q, rows}, dl_float32()) : HostTensor({d.batch, d.heads_q, d.seqlen_q}, dl_float32());
+  w.lse = d.is_varlen ? HostTensor({d.heads_q, rows}, dl_float32())
+                      : HostTensor({d.batch, d.heads_q, d.seqlen_q}, dl_float32());
   if (spec.sinks) {
     d.has_sinks = 1;
     w.sinks = HostTensor({d.heads_q}, dl_float32());

@@ -1,8 +1,8 @@
 // fp64 attention straight from the definition in plugin_abi.h: one query row at a time, every
 // score materialized, no tiling and nothing shared with the plugins' kernels.
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/host_tensor.hpp>
 #include <attnrt/harness/reference.hpp>
+#include <attnrt/runtime/error.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,9 @@ struct Layout {
   const attnrt_forward_args& a;
 
   int64_t cu(const DLTensor* t, int64_t b) const { return static_cast<int64_t>(read_element(*t, b)); }
-  int64_t q_len(int64_t b) const { return d.is_varlen ? cu(a.cu_seqlens_q, b + 1) - cu(a.cu_seqlens_q, b) : d.seqlen_q; }
+  int64_t q_len(int64_t b) const {
+    return d.is_varlen ? cu(a.cu_seqlens_q, b + 1) - cu(a.cu_seqlens_q, b) : d.seqlen_q;
+  }
   int64_t k_len(int64_t b) const {
     if ((d.is_varlen || d.is_paged) && a.seqused_k) return cu(a.seqused_k, b);
     return d.is_varlen ? cu(a.cu_seqlens_k, b + 1) - cu(a.cu_seqlens_k, b) : d.seqlen_k;
@@ -48,7 +50,8 @@ struct Layout {
   }
   double slope(int64_t b, int64_t h) const {
     if (!d.has_alibi) return 0.0;
-    return a.alibi_slopes->ndim == 2 ? read_element(*a.alibi_slopes, b * d.heads_q + h) : read_element(*a.alibi_slopes, h);
+    return a.alibi_slopes->ndim == 2 ? read_element(*a.alibi_slopes, b * d.heads_q + h)
+                                     : read_element(*a.alibi_slopes, h);
   }
   bool visible(int64_t i, int64_t j, int64_t ql, int64_t kl) const {
     const int64_t diag = i + kl - ql;  // bottom-right alignment
@@ -102,8 +105,8 @@ RowScores row_scores(const Layout& L, int64_t b, int64_t h, int64_t i) {
 // desc.device names where the checked call runs; the reference reads host copies of its inputs.
 void refuse_unsupported(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
   if (d.dropout_p > 0.0f) throw Error("reference: dropout has no deterministic reference");
-  for (const DLTensor* t : {a.q, a.k, a.v, a.sinks, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_k, a.seqused_k,
-                            a.block_table}) {
+  for (const DLTensor* t :
+       {a.q, a.k, a.v, a.sinks, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_k, a.seqused_k, a.block_table}) {
     if (t && t->device.device_type != kDLCPU) throw Error("reference: tensors must be on the CPU");
   }
 }
@@ -154,7 +157,8 @@ ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnr
         const RowScores s = row_scores(L, b, h, i);
         const int64_t kl = static_cast<int64_t>(s.p.size());
         std::vector<double> g_out(d.head_dim_v), dp(kl, 0.0);
-        for (int64_t c = 0; c < d.head_dim_v; ++c) g_out[c] = read_element(dout, L.q_index(b, i, h, c, d.heads_q, d.head_dim_v));
+        for (int64_t c = 0; c < d.head_dim_v; ++c)
+          g_out[c] = read_element(dout, L.q_index(b, i, h, c, d.heads_q, d.head_dim_v));
         double D = 0.0;  // sum_j p_j dp_j = dout . out
         for (int64_t j = 0; j < kl; ++j) {
           if (s.p[j] == 0.0) continue;

@@ -1,5 +1,5 @@
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/host_tensor.hpp>
+#include <attnrt/runtime/error.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -35,12 +35,18 @@ double read_raw(const void* p, DLDataType t) {
 }
 
 void write_raw(void* p, DLDataType t, double v) {
-  if (t.code == kDLFloat && t.bits == 32) *static_cast<float*>(p) = static_cast<float>(v);
-  else if (t.code == kDLFloat && t.bits == 64) *static_cast<double*>(p) = v;
-  else if (t.code == kDLFloat && t.bits == 16) *static_cast<_Float16*>(p) = static_cast<_Float16>(v);
-  else if (t.code == kDLBfloat && t.bits == 16) *static_cast<uint16_t*>(p) = to_bf16(static_cast<float>(v));
-  else if (t.code == kDLInt && t.bits == 32) *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
-  else throw Error("unsupported tensor dtype (code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ")");
+  if (t.code == kDLFloat && t.bits == 32)
+    *static_cast<float*>(p) = static_cast<float>(v);
+  else if (t.code == kDLFloat && t.bits == 64)
+    *static_cast<double*>(p) = v;
+  else if (t.code == kDLFloat && t.bits == 16)
+    *static_cast<_Float16*>(p) = static_cast<_Float16>(v);
+  else if (t.code == kDLBfloat && t.bits == 16)
+    *static_cast<uint16_t*>(p) = to_bf16(static_cast<float>(v));
+  else if (t.code == kDLInt && t.bits == 32)
+    *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+  else
+    throw Error("unsupported tensor dtype (code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ")");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-#include <attnrt/runtime/error.hpp>
 #include <attnrt/harness/safetensors.hpp>
+#include <attnrt/runtime/error.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -30,9 +30,11 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path) {
   in.seekg(0);
   uint64_t header_len = 0;
   unsigned char len_bytes[8];
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8)) throw Error(where + ": file too short for a safetensors header");
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8))
+    throw Error(where + ": file too short for a safetensors header");
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
-  if (header_len > file_size - 8 || header_len > (100u << 20)) throw Error(where + ": header length " + std::to_string(header_len) + " exceeds the file");
+  if (header_len > file_size - 8 || header_len > (100u << 20))
+    throw Error(where + ": header length " + std::to_string(header_len) + " exceeds the file");
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   nlohmann::json j;
@@ -60,7 +62,8 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path) {
       HostTensor t(shape, narrow ? dl_int32() : dtype);
       const uint64_t expected = static_cast<uint64_t>(t.numel()) * (dtype.bits / 8);
       if (offsets[1] - offsets[0] != expected) {
-        throw Error(tw + ": " + std::to_string(offsets[1] - offsets[0]) + " bytes for " + std::to_string(expected) + " expected");
+        throw Error(tw + ": " + std::to_string(offsets[1] - offsets[0]) + " bytes for " + std::to_string(expected) +
+                    " expected");
       }
       in.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
       if (narrow) {

@@ -3,9 +3,9 @@
 // tensor is reported by name even when a third-party plugin checks nothing.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/cuda_memory.hpp>
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
 #include <cstddef>

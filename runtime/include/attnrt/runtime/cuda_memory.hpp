@@ -46,6 +46,7 @@ ATTNRT_API void cuda_synchronize(DLDevice device);
 
 // Median milliseconds of `iterations` calls of fn after `warmup` calls, each timed by CUDA
 // events recorded on `stream` (NULL: the legacy default stream).
-ATTNRT_API double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations, const std::function<void()>& fn);
+ATTNRT_API double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations,
+                                 const std::function<void()>& fn);
 
 }  // namespace attnrt

@@ -15,8 +15,8 @@ namespace attnrt {
 
 struct ATTNRT_API DeviceInfo {
   DLDevice dl{kDLCPU, 0};
-  std::string name;        // "cpu (16 threads)" or "NVIDIA H100 80GB HBM3"
-  int32_t cuda_arch = 0;   // major*10+minor for CUDA devices
+  std::string name;       // "cpu (16 threads)" or "NVIDIA H100 80GB HBM3"
+  int32_t cuda_arch = 0;  // major*10+minor for CUDA devices
   uint64_t memory_bytes = 0;
 
   std::string label() const;  // "cpu", "cuda:0 (sm_90)"

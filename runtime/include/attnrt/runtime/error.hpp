@@ -23,7 +23,7 @@ class ATTNRT_API Error : public std::runtime_error {
   Error(attnrt_status status, const std::string& what)
       : std::runtime_error(what),
         status_(status >= ATTNRT_ERROR_INVALID_ARGUMENT && status <= ATTNRT_ERROR_INTERNAL ? status
-                                                                                             : ATTNRT_ERROR_INTERNAL) {}
+                                                                                           : ATTNRT_ERROR_INTERNAL) {}
 
   attnrt_status status() const noexcept { return status_; }
 

@@ -18,7 +18,7 @@ struct Override {
   std::string key;    // dotted path
   std::string value;  // raw YAML text; empty for a bare delete
   bool has_value = false;
-  std::string text;   // the override as written
+  std::string text;  // the override as written
 };
 
 // Parses one override; throws attnrt::Error naming the text and what is wrong.

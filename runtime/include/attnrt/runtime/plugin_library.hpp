@@ -3,8 +3,8 @@
 // attnrt::Error naming the path and the problem.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
+#include <attnrt/runtime/export.hpp>
 
 #include <filesystem>
 #include <memory>

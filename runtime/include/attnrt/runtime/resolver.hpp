@@ -11,10 +11,10 @@
 // that lists every reason. A feature of the call is never dropped to make a backend fit.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/device.hpp>
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/registry.hpp>
 #include <attnrt/runtime/rules.hpp>
 #include <attnrt/runtime/settings.hpp>
@@ -30,8 +30,8 @@ enum class ValueForm { kAuto, kName, kPath, kHub };
 
 struct ParsedValue {
   ValueForm form = ValueForm::kName;
-  std::string text;                    // the value (after alias rewriting)
-  std::string org, name, version;      // hub form
+  std::string text;                // the value (after alias rewriting)
+  std::string org, name, version;  // hub form
 };
 
 ATTNRT_API ParsedValue classify_value(const std::string& value);

@@ -5,9 +5,9 @@
 //    feature combination known to misbehave, with the message users see.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/config.hpp>
+#include <attnrt/runtime/export.hpp>
 
 #include <map>
 #include <string>
@@ -17,9 +17,9 @@ namespace attnrt {
 
 struct DeprecatedKey {
   std::string key;
-  bool boolean = false;      // true: value is a flag (use_flash_attention: true)
-  std::string when_true;     // implementation a true flag means
-  std::string message;       // extra advice
+  bool boolean = false;   // true: value is a flag (use_flash_attention: true)
+  std::string when_true;  // implementation a true flag means
+  std::string message;    // extra advice
 };
 
 struct ATTNRT_API Deprecations {
@@ -33,7 +33,7 @@ struct ATTNRT_API Deprecations {
 struct ATTNRT_API KnownIssueRule {
   enum class Action { kSkip, kWarn };
   std::string id;
-  std::vector<std::string> devices;          // cpu, cuda, mps; empty: any
+  std::vector<std::string> devices;  // cpu, cuda, mps; empty: any
   int32_t min_cuda_arch = 0, max_cuda_arch = 0;
   std::vector<std::string> implementations;  // candidate names; empty: any
   std::vector<std::string> requested;        // values asked for at the site; empty: any

@@ -2,8 +2,8 @@
 // < overrides), finds the plugins and the device, scans the attention sites, and resolves them.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/registry.hpp>
 #include <attnrt/runtime/resolver.hpp>
 #include <attnrt/runtime/settings.hpp>
@@ -19,8 +19,8 @@ namespace attnrt {
 
 struct RuntimeOptions {
   std::vector<std::filesystem::path> config_files;  // none: the embedded configs/default.yaml
-  std::vector<std::string> overrides;                // Hydra grammar, applied in order
-  bool use_embedded_default = true;                  // with no files, load configs/default.yaml
+  std::vector<std::string> overrides;               // Hydra grammar, applied in order
+  bool use_embedded_default = true;                 // with no files, load configs/default.yaml
 };
 
 class ATTNRT_API Runtime {

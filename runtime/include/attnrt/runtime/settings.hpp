@@ -1,9 +1,9 @@
 // The runtime's own settings: the `attnrt:` section of the configuration.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/device.hpp>
+#include <attnrt/runtime/export.hpp>
 
 #include <filesystem>
 #include <map>
@@ -13,14 +13,14 @@
 namespace attnrt {
 
 struct ATTNRT_API Settings {
-  std::string device = "auto";                // auto | cpu | cuda | cuda:N
-  bool strict = false;                        // any fallback is an error listing every reason
-  int num_threads = 0;                        // CPU threads per call; 0: all
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  bool strict = false;          // any fallback is an error listing every reason
+  int num_threads = 0;          // CPU threads per call; 0: all
   std::vector<std::filesystem::path> plugin_dirs;
   std::string default_implementation = "auto";  // for sites that set none (VERL: flash_attention_2)
   // Fallback chains: "cpu", "cuda", or "cuda_smNN" for one architecture (most specific wins).
   std::map<std::string, std::vector<std::string>> fallback;
-  bool known_issues = true;                   // apply known_issues.yaml
+  bool known_issues = true;                        // apply known_issues.yaml
   std::vector<std::filesystem::path> rules_files;  // extra rule files
   std::string log_level = "info";
 

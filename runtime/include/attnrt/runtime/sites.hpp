@@ -8,8 +8,8 @@
 // mean" warning with their file:line:column.
 #pragma once
 
-#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/config.hpp>
+#include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/rules.hpp>
 
 #include <string>
@@ -31,7 +31,7 @@ struct SiteScan {
 };
 
 ATTNRT_API SiteScan find_sites(const Config& config, const Deprecations& deprecations,
-                    const std::string& default_implementation);
+                               const std::string& default_implementation);
 
 // Levenshtein distance, used for "did you mean".
 ATTNRT_API size_t edit_distance(const std::string& a, const std::string& b);

@@ -17,6 +17,8 @@ inline void check_cuda(cudaError_t e, const char* what) {
 }
 
 // Makes the call's device current on this thread (the host may call from any thread).
-inline void use_device(const attnrt_attention_desc& d) { check_cuda(cudaSetDevice(d.device.device_id), "cudaSetDevice"); }
+inline void use_device(const attnrt_attention_desc& d) {
+  check_cuda(cudaSetDevice(d.device.device_id), "cudaSetDevice");
+}
 
 }  // namespace attnrt::cuda

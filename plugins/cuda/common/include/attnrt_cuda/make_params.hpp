@@ -21,9 +21,7 @@ inline int64_t stride_of(const DLTensor& t, int dim) {
   return s;
 }
 
-inline void* data_of(const DLTensor* t) {
-  return t ? static_cast<char*>(t->data) + t->byte_offset : nullptr;
-}
+inline void* data_of(const DLTensor* t) { return t ? static_cast<char*>(t->data) + t->byte_offset : nullptr; }
 
 // [batch, seqlen, heads, dim] or varlen [total, heads, dim].
 inline TensorRef ref(const char* name, const DLTensor* t, size_t vector_bytes) {
@@ -35,12 +33,12 @@ inline TensorRef ref(const char* name, const DLTensor* t, size_t vector_bytes) {
   r.batch_stride = nd == 4 ? stride_of(*t, 0) : 0;
   const size_t elem = t->dtype.bits / 8;
   const size_t vec = vector_bytes / elem;
-  if (reinterpret_cast<uintptr_t>(r.data) % vector_bytes != 0 || r.head_stride % vec != 0 ||
-      r.row_stride % vec != 0 || r.batch_stride % vec != 0) {
-    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED,
-                     std::string(name) + " " + sdk::shape_string(*t) + ": rows must start on " +
-                         std::to_string(vector_bytes) + "-byte boundaries (data pointer and strides multiples of " +
-                         std::to_string(vec) + " elements)");
+  if (reinterpret_cast<uintptr_t>(r.data) % vector_bytes != 0 || r.head_stride % vec != 0 || r.row_stride % vec != 0 ||
+      r.batch_stride % vec != 0) {
+    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(name) + " " + sdk::shape_string(*t) +
+                                                   ": rows must start on " + std::to_string(vector_bytes) +
+                                                   "-byte boundaries (data pointer and strides multiples of " +
+                                                   std::to_string(vec) + " elements)");
   }
   return r;
 }

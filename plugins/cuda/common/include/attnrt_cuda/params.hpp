@@ -17,20 +17,20 @@ struct TensorRef {
 
 struct AttentionParams {
   TensorRef q, k, v, out;
-  TensorRef dout, dq, dk, dv;  // backward only
-  float* lse = nullptr;        // [batch, heads_q, seqlen_q] or varlen [heads_q, total_q]
-  float* softmax_d = nullptr;  // backward workspace: rowsum(dout * out), laid out like lse
-  float* dq_accum = nullptr;   // backward workspace when not deterministic: fp32 dQ / softmax_scale,
-                               // [lse's rows][head_dim], accumulated by atomics
+  TensorRef dout, dq, dk, dv;             // backward only
+  float* lse = nullptr;                   // [batch, heads_q, seqlen_q] or varlen [heads_q, total_q]
+  float* softmax_d = nullptr;             // backward workspace: rowsum(dout * out), laid out like lse
+  float* dq_accum = nullptr;              // backward workspace when not deterministic: fp32 dQ / softmax_scale,
+                                          // [lse's rows][head_dim], accumulated by atomics
   const int32_t* cu_seqlens_q = nullptr;  // varlen; nullptr otherwise
   const int32_t* cu_seqlens_k = nullptr;
-  const int32_t* seqused_k = nullptr;     // optional: keys used per sequence
+  const int32_t* seqused_k = nullptr;  // optional: keys used per sequence
   int32_t batch = 0, heads_q = 0, heads_kv = 0;
-  int32_t seqlen_q = 0, seqlen_k = 0;     // per sequence; varlen: maxima
-  int64_t total_q = 0;                    // varlen: rows of q (lse's second extent)
+  int32_t seqlen_q = 0, seqlen_k = 0;  // per sequence; varlen: maxima
+  int64_t total_q = 0;                 // varlen: rows of q (lse's second extent)
   int32_t head_dim = 0, head_dim_v = 0;
   float softmax_scale = 0;
-  float softcap = 0;                      // 0: off
+  float softcap = 0;                            // 0: off
   int32_t window_left = -1, window_right = -1;  // causal folded into window_right = 0
 };
 

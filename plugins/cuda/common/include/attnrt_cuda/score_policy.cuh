@@ -117,8 +117,10 @@ class StandardScores {
   // Calls fn(scores) with the map of head h's tiles, one branch per tile instead of per element.
   template <class Fn>
   __device__ __forceinline__ void with_scores(int /*h*/, Fn&& fn) const {
-    if (p.softcap > 0) fn(SoftcapScores<true>{p});
-    else fn(SoftcapScores<false>{p});
+    if (p.softcap > 0)
+      fn(SoftcapScores<true>{p});
+    else
+      fn(SoftcapScores<false>{p});
   }
 
   // ---- Softmax. The forward's running max is kept in the units of what it compares: raw

@@ -25,9 +25,9 @@ __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / 
 
 // One sequence of a call: where its rows start and how long it is.
 struct Seq {
-  int64_t lse_row0 = 0;            // index of (head 0, row 0) in lse / softmax_d
+  int64_t lse_row0 = 0;  // index of (head 0, row 0) in lse / softmax_d
   int32_t q_len = 0, k_len = 0;
-  int32_t diag = 0;                // k_len - q_len: bottom-right alignment of the mask
+  int32_t diag = 0;  // k_len - q_len: bottom-right alignment of the mask
 };
 
 __device__ __forceinline__ Seq sequence(const AttentionParams& p, int b) {
@@ -57,8 +57,8 @@ __device__ __forceinline__ int64_t lse_index(const AttentionParams& p, const Seq
 // start at cu_seqlens_q[b] when varlen, key-side ones (k, v, dk, dv) at cu_seqlens_k[b].
 template <class T>
 __device__ __forceinline__ T* head_base(const AttentionParams& p, const TensorRef& t, int b, int h, bool query_side) {
-  const int64_t row0 = p.cu_seqlens_q ? (query_side ? p.cu_seqlens_q[b] : p.cu_seqlens_k[b]) * t.row_stride
-                                      : b * t.batch_stride;
+  const int64_t row0 =
+      p.cu_seqlens_q ? (query_side ? p.cu_seqlens_q[b] : p.cu_seqlens_k[b]) * t.row_stride : b * t.batch_stride;
   return static_cast<T*>(t.data) + row0 + h * t.head_stride;
 }
 
@@ -115,8 +115,10 @@ struct BlockRange {
 // Calls fn(std::bool_constant<flag>{}): one branch per tile instead of one per element.
 template <class Fn>
 __device__ __forceinline__ void with_flag(bool flag, Fn&& fn) {
-  if (flag) fn(std::true_type{});
-  else fn(std::false_type{});
+  if (flag)
+    fn(std::true_type{});
+  else
+    fn(std::false_type{});
 }
 
 // Writes accumulator row r (0: row g, 1: row g + 8) of N8 n8 tiles, times `scale`, as pairs of T

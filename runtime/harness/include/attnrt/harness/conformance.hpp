@@ -35,7 +35,7 @@ struct ConformanceReport {
 };
 
 struct ConformanceOptions {
-  int threads = 4;            // for the concurrency check
+  int threads = 4;               // for the concurrency check
   double timeout_seconds = 300;  // per check
 };
 

@@ -22,8 +22,8 @@ class DeviceTensor {
 
   DLTensor* dl() { return &view_; }
   bool empty() const { return buffer_.data() == nullptr; }
-  void upload(const HostTensor& host);       // same shape and dtype
-  void download(HostTensor& host) const;     // same shape and dtype
+  void upload(const HostTensor& host);    // same shape and dtype
+  void download(HostTensor& host) const;  // same shape and dtype
 
  private:
   void bind_view();

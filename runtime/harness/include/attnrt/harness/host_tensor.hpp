@@ -31,8 +31,14 @@ class HostTensor {
   bool empty() const { return data_ == nullptr; }
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
-  template <class T> T* data_as() { return static_cast<T*>(data()); }
-  template <class T> const T* data_as() const { return static_cast<const T*>(data()); }
+  template <class T>
+  T* data_as() {
+    return static_cast<T*>(data());
+  }
+  template <class T>
+  const T* data_as() const {
+    return static_cast<const T*>(data());
+  }
 
   // Element `flat` (row-major index) read or written as double, in any supported dtype.
   double get(int64_t flat) const;

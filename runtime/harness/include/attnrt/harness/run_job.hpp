@@ -2,8 +2,8 @@
 // the fp64 reference, and time it.
 #pragma once
 
-#include <attnrt/runtime/resolver.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/resolver.hpp>
 
 #include <optional>
 #include <string>
@@ -14,10 +14,10 @@ struct SiteRun {
   std::string site;
   Resolution resolution;
   bool ran = false;
-  std::string error;  // resolution or run failure
-  double forward_ms = 0, backward_ms = 0;           // medians
-  double forward_tflops = 0, backward_tflops = 0;   // backward counted as 2.5x forward FLOPs
-  double tokens_per_s = 0;                          // query tokens per second, forward
+  std::string error;                               // resolution or run failure
+  double forward_ms = 0, backward_ms = 0;          // medians
+  double forward_tflops = 0, backward_tflops = 0;  // backward counted as 2.5x forward FLOPs
+  double tokens_per_s = 0;                         // query tokens per second, forward
   size_t workspace_bytes = 0, tensor_bytes = 0;
   long peak_rss_kb = 0;
   double err_out = 0, err_lse = 0, err_dq = 0, err_dk = 0, err_dv = 0, err_dsinks = 0;

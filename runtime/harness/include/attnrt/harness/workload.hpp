@@ -5,8 +5,8 @@
 #pragma once
 
 #include <attnrt/plugin_abi.h>
-#include <attnrt/runtime/config.hpp>
 #include <attnrt/harness/host_tensor.hpp>
+#include <attnrt/runtime/config.hpp>
 
 #include <array>
 #include <filesystem>
@@ -58,8 +58,22 @@ struct Workload {
  private:
   template <class T, class Self>
   static std::array<T*, 16> tensors_of(Self& w) {
-    return {&w.q, &w.k, &w.v, &w.out, &w.lse, &w.sinks, &w.alibi_slopes, &w.cu_seqlens_q, &w.cu_seqlens_k,
-            &w.seqused_k, &w.block_table, &w.dout, &w.dq, &w.dk, &w.dv, &w.dsinks};
+    return {&w.q,
+            &w.k,
+            &w.v,
+            &w.out,
+            &w.lse,
+            &w.sinks,
+            &w.alibi_slopes,
+            &w.cu_seqlens_q,
+            &w.cu_seqlens_k,
+            &w.seqused_k,
+            &w.block_table,
+            &w.dout,
+            &w.dq,
+            &w.dk,
+            &w.dv,
+            &w.dsinks};
   }
 };
 
