@@ -37,13 +37,11 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
   T* sK = sQ + BM * S;
   T* sV = sK + BN * S;
 
-  const QueryBlock qb = query_block<BM>(p);
+  const QueryBlock qb = query_block<BM, BN, Policy>(p);
   if (qb.past_end()) return;
   const Seq& seq = qb.seq;
   const Policy pol(p, seq);
-  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0;
-  const BlockRange keys = pol.key_blocks(m0, BM, BN);
-  const int nb_lo = keys.lo, nb_hi = keys.hi;
+  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_lo = qb.keys.lo, nb_hi = qb.keys.hi;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
 
