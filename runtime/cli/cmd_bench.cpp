@@ -91,17 +91,32 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
         spec.batch = b.tokens / seqlen;
         spec.seqlen_q = spec.seqlen_k = seqlen;
         spec.heads_q = spec.heads_kv = b.hidden / hd;
+        if (b.heads_kv > 0) {
+          if (spec.heads_q % b.heads_kv != 0) {
+            throw Error(fmt::format("--heads-kv {} must divide the {} query heads", b.heads_kv, spec.heads_q));
+          }
+          spec.heads_kv = b.heads_kv;
+        }
         spec.head_dim = spec.head_dim_v = hd;
         spec.causal = causal;
+        spec.window_left = b.window_left;
+        spec.sinks = b.sinks;
         spec.seed = 1;
         Workload w = make_workload(spec);
         w.desc.device = device.dl;
         w.desc.cuda_arch = device.cuda_arch;
         w.desc.deterministic = b.deterministic ? 1 : 0;
         DeviceWorkload dw(w, device.dl);
-        const double flops = 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd * (causal ? 0.5 : 1.0);
-        const std::string base =
+        // The papers' count (causal: half the square), as the PyTorch anchors count; a window
+        // counts the (query, key) pairs it leaves visible.
+        const double flops =
+            b.window_left >= 0 ? w.forward_flops
+                               : 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd * (causal ? 0.5 : 1.0);
+        std::string base =
             fmt::format("D{}_S{}_B{}_H{}_{}", hd, seqlen, spec.batch, spec.heads_q, causal ? "causal" : "full");
+        if (spec.heads_kv != spec.heads_q) base += fmt::format("_KV{}", spec.heads_kv);
+        if (b.window_left >= 0) base += fmt::format("_W{}", b.window_left);
+        if (b.sinks) base += "_sinks";
         for (auto& [name, backend] : backends) {
           auto time = [&](const std::function<void()>& fn) {
             return median_call_ms(device.dl, nullptr, b.warmup, b.iterations, fn);

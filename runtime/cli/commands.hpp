@@ -37,6 +37,9 @@ struct BenchArgs {
   int warmup = 5, iterations = 30;
   bool forward = true, backward = true;
   bool deterministic = false;  // desc.deterministic for every case
+  int heads_kv = 0;            // GQA: key/value heads (0: as many as query heads)
+  int window_left = -1;        // sliding window: keys visible left of the diagonal (-1: none)
+  bool sinks = false;          // per-head sink logits (random normals)
   std::string csv;
 };
 

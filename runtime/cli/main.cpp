@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
   bench->add_flag("!--no-backward", bench_args.backward, "Skip the backward pass");
   bench->add_flag("--deterministic", bench_args.deterministic,
                   "Ask for bit-identical repeats (flash_attention_2: the two-pass backward without atomics)");
+  bench->add_option("--heads-kv", bench_args.heads_kv, "Key/value heads (GQA; default: as many as query heads)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--window", bench_args.window_left, "Sliding window: keys visible left of the diagonal")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_flag("--sinks", bench_args.sinks, "Per-head sink logits in every case (gpt-oss)");
   bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
   bench->add_flag("--json", args.json, "Print JSON");
 

@@ -137,19 +137,49 @@ void expect_within(const char* what, double candidate, double baseline, double f
       << what << ": flash_attention_2 error " << candidate << " > 2 x eager error " << baseline << " + " << floor;
 }
 
-class FlashAttention2Grid : public testing::TestWithParam<Case> {};
+// The error of dsinks computed the way every flash backward must (FlashAttention-4's learnable-sink
+// backward): from D_i = rowsum(dO_i * O_i) with O as the forward stores it, rounded to the call's
+// dtype. CUDA eager keeps its own O in fp32, so its dsinks error is no baseline for a kernel that
+// reads the stored O: summed over every row of a head, the rounding of O (bf16: 2^-9) dominates.
+double stored_out_dsinks_error(const Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
+  const attnrt_attention_desc& d = w.desc;
+  HostTensor out(w.out.shape(), w.out.dtype());  // the reference output, rounded to the dtype
+  for (int64_t i = 0; i < out.numel(); ++i) out.set(i, ref.out[size_t(i)]);
+  const bool varlen = d.is_varlen != 0;
+  const int64_t rows = varlen ? w.q.shape()[0] : int64_t(d.batch) * d.seqlen_q;  // query tokens
+  const int hq = d.heads_q, dv = d.head_dim_v;
+  const float* sinks = static_cast<const float*>(w.sinks.data());
+  double worst = 0;
+  for (int h = 0; h < hq; ++h) {
+    double dsink = 0;
+    for (int64_t t = 0; t < rows; ++t) {
+      const int64_t lse_at =
+          varlen ? int64_t(h) * rows + t : (t / d.seqlen_q * hq + h) * int64_t(d.seqlen_q) + t % d.seqlen_q;
+      const double lse = ref.lse[size_t(lse_at)];
+      if (std::isinf(lse) && lse < 0) continue;
+      double dd = 0;
+      for (int c = 0; c < dv; ++c) dd += w.dout.get((t * hq + h) * dv + c) * out.get((t * hq + h) * dv + c);
+      dsink -= std::exp(double(sinks[h]) - lse) * dd;
+    }
+    if (std::isfinite(sinks[h])) worst = std::max(worst, std::abs(dsink - gref.dsinks[size_t(h)]));
+  }
+  return worst;
+}
 
-TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
+// Checks `plugin` against CUDA eager under the rule above, forward and every backward path, on
+// a fresh random workload of `spec` (sinks, when the spec has them, are then set by
+// `set_sinks`), and that a deterministic backward repeats bit for bit.
+void check_against_eager(const std::string& plugin, const WorkloadSpec& spec,
+                         void (*set_sinks)(float* sinks, int heads) = nullptr) {
   Gpu& gpu = Gpu::get();
-  if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
-  const WorkloadSpec& spec = GetParam().spec;
   Workload w = gpu_workload(gpu, spec);
+  if (set_sinks) set_sinks(static_cast<float*>(w.sinks.data()), w.desc.heads_q);
   attnrt_forward_args host = w.forward_args();
   const ReferenceForward ref = reference_forward(w.desc, host);
   const ReferenceBackward gref = reference_backward(w.desc, host, *w.dout.dl());
 
-  Backend& fa2 = *gpu.backend("flash_attention_2");
-  ASSERT_EQ(fa2.unsupported_reason(w.desc), "");
+  Backend& candidate = *gpu.backend(plugin);
+  ASSERT_EQ(candidate.unsupported_reason(w.desc), "");
   const Errors base = run(*gpu.backend("eager"), w, ref, gref);
 
   // Eager itself is checked against the dtype's tolerance (scaled like `attnrt run`).
@@ -157,6 +187,7 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
   EXPECT_LE(base.out, tol * std::max(1.0, max_abs(ref.out))) << "eager out";
   EXPECT_LE(base.dq, 2 * tol * std::max(1.0, max_abs(gref.dq))) << "eager dq";
   const double floor = spec.dtype == ATTNRT_DTYPE_BF16 ? 1e-2 : 1e-3;
+  const double stored_out_dsinks = spec.sinks ? stored_out_dsinks_error(w, ref, gref) : 0.0;
   // Every backward path: the single pass (dQ accumulated in fp32 by bulk reduce-adds or atomics),
   // the deterministic two-pass one, and, up to head_dim 128, the split dK/dV kernel that GPUs
   // without sm_90's shared memory take (forced here by ATTNRT_FA2_BACKWARD=split).
@@ -173,29 +204,46 @@ TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
     SCOPED_TRACE(path.name);
     const ScopedEnv force("ATTNRT_FA2_BACKWARD", path.split ? "split" : nullptr);
     w.desc.deterministic = path.deterministic;
-    const Errors got = run(fa2, w, ref, gref);
+    const Errors got = run(candidate, w, ref, gref);
     expect_within("out", got.out, base.out, floor);
     expect_within("lse", got.lse, base.lse, 1e-3);
     expect_within("dq", got.dq, base.dq, floor);
     expect_within("dk", got.dk, base.dk, floor);
     expect_within("dv", got.dv, base.dv, floor);
-    RecordProperty(fmt::format("err_out{}", path.property), fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
-    RecordProperty(fmt::format("err_dq{}", path.property), fmt::format("{:.3g} (eager {:.3g})", got.dq, base.dq));
+    if (spec.sinks) expect_within("dsinks", got.dsinks, std::max(base.dsinks, stored_out_dsinks), floor);
+    testing::Test::RecordProperty(fmt::format("err_out{}", path.property),
+                                  fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
+    testing::Test::RecordProperty(fmt::format("err_dq{}", path.property),
+                                  fmt::format("{:.3g} (eager {:.3g})", got.dq, base.dq));
+    if (spec.sinks) {
+      testing::Test::RecordProperty(fmt::format("err_dsinks{}", path.property),
+                                    fmt::format("{:.3g} (eager {:.3g})", got.dsinks, base.dsinks));
+    }
   }
 
-  // Deterministic: a second backward is bit-identical.
+  // Deterministic: a second backward is bit-identical (dsinks too).
   w.desc.deterministic = 1;
   DeviceWorkload dw(w, w.desc.device);
   attnrt_forward_args fa = dw.forward_args();
-  fa2.forward(w.desc, fa, 0);
+  candidate.forward(w.desc, fa, 0);
   attnrt_backward_args ba = dw.backward_args();
-  fa2.backward(w.desc, ba, 0);
+  candidate.backward(w.desc, ba, 0);
   dw.download_backward_outputs();
-  const HostTensor dq1 = w.dq, dk1 = w.dk;
-  fa2.backward(w.desc, ba, 0);
+  const HostTensor dq1 = w.dq, dk1 = w.dk, dsinks1 = w.dsinks;
+  candidate.backward(w.desc, ba, 0);
   dw.download_backward_outputs();
   EXPECT_EQ(std::memcmp(dq1.data(), w.dq.data(), dq1.nbytes()), 0) << "dq differs between repeats";
   EXPECT_EQ(std::memcmp(dk1.data(), w.dk.data(), dk1.nbytes()), 0) << "dk differs between repeats";
+  if (spec.sinks) {
+    EXPECT_EQ(std::memcmp(dsinks1.data(), w.dsinks.data(), dsinks1.nbytes()), 0) << "dsinks differ between repeats";
+  }
+}
+
+class FlashAttention2Grid : public testing::TestWithParam<Case> {};
+
+TEST_P(FlashAttention2Grid, MatchesEagerRuleForwardAndBackward) {
+  if (!Gpu::get().skip_reason.empty()) GTEST_SKIP() << Gpu::get().skip_reason;
+  check_against_eager("flash_attention_2", GetParam().spec);
 }
 
 WorkloadSpec shape(attnrt_dtype dt, int hd, int batch, int sq, int sk, int hq, int hkv) {
@@ -274,6 +322,174 @@ std::vector<Case> grid() {
 
 INSTANTIATE_TEST_SUITE_P(Grid, FlashAttention2Grid, testing::ValuesIn(grid()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// ---- sink: gpt-oss attention sinks on flash_attention_2's kernels (issue 14's sm_80 path).
+
+class SinkGrid : public testing::TestWithParam<Case> {};
+
+// Sink values for the edge cases (random normals otherwise).
+void sink_minus_inf_every_other(float* s, int heads) {
+  for (int h = 0; h < heads; h += 2) s[h] = -INFINITY;  // those heads are plain attention
+}
+void sink_large(float* s, int heads) {
+  for (int h = 0; h < heads; ++h) s[h] = 12.0f + h;  // the sink takes nearly all the mass: out near 0
+}
+
+struct SinkCase {
+  Case c;
+  void (*set_sinks)(float*, int) = nullptr;
+};
+void PrintTo(const SinkCase& c, std::ostream* os) { *os << c.c.name; }
+
+class SinkEdgeGrid : public testing::TestWithParam<SinkCase> {};
+
+TEST_P(SinkGrid, MatchesEagerRuleForwardAndBackward) {
+  if (!Gpu::get().skip_reason.empty()) GTEST_SKIP() << Gpu::get().skip_reason;
+  check_against_eager("sink", GetParam().spec);
+}
+
+TEST_P(SinkEdgeGrid, MatchesEagerRuleForwardAndBackward) {
+  if (!Gpu::get().skip_reason.empty()) GTEST_SKIP() << Gpu::get().skip_reason;
+  check_against_eager("sink", GetParam().c.spec, GetParam().set_sinks);
+}
+
+// gpt-oss's shapes (64 query heads over 8, head_dim 64, causal, 128-key sliding window on
+// alternating layers: window_left 127) and the ABI's other features, with sinks.
+std::vector<Case> sink_grid() {
+  std::vector<Case> cases;
+  for (attnrt_dtype dt : {ATTNRT_DTYPE_FP16, ATTNRT_DTYPE_BF16}) {
+    for (int hd : {64, 128}) {
+      const std::string p = fmt::format("{}_hd{}_", dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16", hd);
+      auto add = [&](const std::string& name, WorkloadSpec s) {
+        s.sinks = true;
+        cases.push_back({p + name, s});
+      };
+      add("plain_256", shape(dt, hd, 2, 256, 256, 4, 4));
+      {
+        WorkloadSpec s = shape(dt, hd, 1, 300, 300, 64, 8);
+        s.causal = true;
+        add("gptoss_gqa8_causal_300", s);
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 1, 300, 300, 64, 8);
+        s.causal = true;
+        s.window_left = 127;
+        add("gptoss_gqa8_window128_300", s);
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 1, 190, 77, 4, 2);
+        s.causal = true;  // rows before the diagonal see no key: out 0, lse = the sink
+        add("causal_sq_gt_sk_190x77", s);
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 4, 1, 333, 16, 2);
+        s.causal = true;
+        add("decode_1x333", s);
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 1, 64, 500, 8, 1);
+        s.causal = true;
+        s.window_left = 127;
+        add("chunked_prefill_64x500_window", s);
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 3, 0, 0, 8, 2);
+        s.seqlens_q = {37, 250, 129};
+        s.seqlens_k = {37, 250, 129};
+        s.causal = true;
+        add("varlen_causal_gqa", s);  // dsinks sums across the sequences
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 3, 0, 0, 4, 1);
+        s.seqlens_q = {10, 0, 33};
+        s.seqlens_k = {12, 5, 40};
+        s.causal = true;
+        s.softcap = 3.0f;
+        add("varlen_empty_sequence_softcap", s);
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<SinkCase> sink_edge_grid() {
+  std::vector<SinkCase> cases;
+  for (attnrt_dtype dt : {ATTNRT_DTYPE_FP16, ATTNRT_DTYPE_BF16}) {
+    const std::string p = dt == ATTNRT_DTYPE_FP16 ? "fp16_" : "bf16_";
+    WorkloadSpec s = shape(dt, 64, 2, 150, 150, 8, 2);
+    s.causal = true;
+    s.sinks = true;
+    cases.push_back({{p + "minus_inf_sinks_are_plain_attention", s}, sink_minus_inf_every_other});
+    cases.push_back({{p + "large_sinks_take_the_mass", s}, sink_large});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sink, SinkGrid, testing::ValuesIn(sink_grid()),
+                         [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Sink, SinkEdgeGrid, testing::ValuesIn(sink_edge_grid()),
+                         [](const testing::TestParamInfo<SinkCase>& i) { return i.param.c.name; });
+
+// A sink of -inf is no sink: the sink plugin then matches flash_attention_2 bit for bit (same
+// kernels, same order of operations), and dsinks is 0 there.
+TEST(SinkPlugin, MinusInfinitySinksEqualFlashAttention2BitForBit) {
+  Gpu& gpu = Gpu::get();
+  if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
+  WorkloadSpec spec = shape(ATTNRT_DTYPE_BF16, 64, 2, 200, 200, 8, 2);
+  spec.causal = true;
+  spec.sinks = true;
+  Workload w = gpu_workload(gpu, spec);
+  float* sinks = static_cast<float*>(w.sinks.data());
+  for (int h = 0; h < w.desc.heads_q; ++h) sinks[h] = -INFINITY;
+  DeviceWorkload dw(w, w.desc.device);
+  attnrt_forward_args fa = dw.forward_args();
+  gpu.backend("sink")->forward(w.desc, fa, 0);
+  dw.download_forward_outputs();
+  const HostTensor out_sink = w.out, lse_sink = w.lse;
+  w.desc.has_sinks = 0;
+  fa.sinks = nullptr;
+  gpu.backend("flash_attention_2")->forward(w.desc, fa, 0);
+  dw.download_forward_outputs();
+  EXPECT_EQ(std::memcmp(out_sink.data(), w.out.data(), out_sink.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(lse_sink.data(), w.lse.data(), lse_sink.nbytes()), 0);
+}
+
+// The sign of dsinks against a central finite difference of L = sum(out * dout) in fp64 (the
+// reference), for one head: raising a sink takes mass from every key, so the derivative is
+// -sum_i exp(sink - lse_i) D_i.
+TEST(SinkPlugin, DsinksMatchesAFiniteDifference) {
+  Gpu& gpu = Gpu::get();
+  if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
+  WorkloadSpec spec = shape(ATTNRT_DTYPE_FP16, 64, 1, 96, 96, 4, 2);
+  spec.causal = true;
+  spec.sinks = true;
+  Workload w = gpu_workload(gpu, spec);
+  attnrt_forward_args host = w.forward_args();
+  auto loss = [&](float delta, int h) {
+    float* s = static_cast<float*>(w.sinks.data());
+    s[h] += delta;
+    const ReferenceForward r = reference_forward(w.desc, host);
+    s[h] -= delta;
+    double l = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) l += r.out[i] * w.dout.get(static_cast<int64_t>(i));
+    return l;
+  };
+  DeviceWorkload dw(w, w.desc.device);
+  attnrt_forward_args fa = dw.forward_args();
+  Backend& sink = *gpu.backend("sink");
+  sink.forward(w.desc, fa, 0);
+  attnrt_backward_args ba = dw.backward_args();
+  sink.backward(w.desc, ba, 0);
+  dw.download_backward_outputs();
+  const float* dsinks = static_cast<const float*>(w.dsinks.data());
+  for (int h = 0; h < w.desc.heads_q; ++h) {
+    const double fd = (loss(1e-2f, h) - loss(-1e-2f, h)) / 2e-2;
+    EXPECT_NEAR(dsinks[h], fd, 2e-2 * std::max(1.0, std::abs(fd))) << "head " << h;
+    if (std::abs(fd) > 1e-2) {
+      EXPECT_EQ(dsinks[h] > 0, fd > 0) << "sign of dsinks, head " << h;
+    }
+  }
+}
 
 // The support query refuses what the kernels do not implement, with a reason (so resolution
 // falls back), and eager on CUDA takes those calls.

@@ -2,6 +2,7 @@
 // accumulated with.
 #pragma once
 
+#include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/tile.cuh>
 
 namespace attnrt::cuda::fa2 {
@@ -26,8 +27,8 @@ __device__ __forceinline__ WarpRow warp_row(const AttentionParams& p) {
 }
 
 // D_i = rowsum(dO_i * O_i): the softmax Jacobian's correction term (FlashAttention-2, Algorithm 2,
-// line 4).
-template <class T, int HD>
+// line 4), handed to the score policy too (on_row_d: the sinks' gradient).
+template <class T, int HD, class Policy>
 __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p) {
   const WarpRow row = warp_row(p);
   if (!row.valid) return;
@@ -43,7 +44,39 @@ __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p)
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) p.softmax_d[lse_index(p, seq, h, i)] = acc;
+  if (lane == 0) {
+    const int64_t idx = lse_index(p, seq, h, i);
+    p.softmax_d[idx] = acc;
+    Policy(p, seq).on_row_d(h, idx, acc);
+  }
+}
+
+// dsinks[h] = the sum of head h's per-row shares (p.dsink_rows, laid out like lse), one CTA per
+// head adding them in a fixed order: the result is the same on every run. (A template only so
+// that every translation unit may instantiate it.)
+template <int kThreads = 256>
+__global__ void __launch_bounds__(kThreads) dsinks_kernel(const AttentionParams p) {
+  const int h = blockIdx.x;
+  float acc = 0.f;
+  if (p.cu_seqlens_q) {  // varlen: [heads_q, total_q], head h's rows are contiguous
+    const float* rows = p.dsink_rows + int64_t(h) * p.total_q;
+    for (int64_t r = threadIdx.x; r < p.total_q; r += blockDim.x) acc += rows[r];
+  } else {  // [batch, heads_q, seqlen_q]
+    for (int b = 0; b < p.batch; ++b) {
+      const float* rows = p.dsink_rows + (int64_t(b) * p.heads_q + h) * p.seqlen_q;
+      for (int r = threadIdx.x; r < p.seqlen_q; r += blockDim.x) acc += rows[r];
+    }
+  }
+  __shared__ float warp_sums[kThreads / 32];
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.f;
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    p.dsinks[h] = total;
+  }
 }
 
 // dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous).

@@ -92,7 +92,9 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     row_max[mt][0] = row_max[mt][1] = start.max;
-    row_sum[mt][0] = row_sum[mt][1] = start.sum;
+    // A row's sum is split over the four lanes of its quad (added up by quad_sum at the end):
+    // the start's share (a sink's 1) goes to one of them.
+    row_sum[mt][0] = row_sum[mt][1] = t == 0 ? start.sum : 0.f;
   }
 
   for (int nb = nb_lo; nb < nb_hi; ++nb) {

@@ -127,9 +127,13 @@ cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
   const bool fused_dq = p.dq_accum != nullptr;
   const dim3 row_grid(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
   if (p.seqlen_q > 0) {
-    softmax_d_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);
+    softmax_d_kernel<T, HD, Policy><<<row_grid, 128, 0, stream>>>(p);
     ATTNRT_CUDA_TRY(cudaGetLastError());
     if (fused_dq) ATTNRT_CUDA_TRY(cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream));
+  }
+  if (p.dsinks) {  // sinks: every row's share is written above (zero-length calls: all zero)
+    dsinks_kernel<<<p.heads_q, 256, 0, stream>>>(p);  // 256: its template's thread count
+    ATTNRT_CUDA_TRY(cudaGetLastError());
   }
   if (p.seqlen_k > 0) ATTNRT_CUDA_TRY((launch_dkdv_any<T, HD, Policy>(p, stream)));
   if (p.seqlen_q == 0) return cudaSuccess;

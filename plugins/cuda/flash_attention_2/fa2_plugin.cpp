@@ -4,24 +4,19 @@
 // dQ accumulated by fp32 atomics, or, when the call asks to be deterministic, a second dQ pass
 // so that every output has one writer (fa2_backward.cuh). Anything else is refused by the
 // support query with a reason, so the runtime falls back.
-#include "fa2_launch.hpp"
+#include "fa2_calls.hpp"
 
 #include <attnrt/plugin.hpp>
-#include <attnrt/validate.hpp>
-#include <attnrt_cuda/cuda_check.hpp>
 #include <attnrt_cuda/head_dims.hpp>
-#include <attnrt_cuda/make_params.hpp>
 
 #include <string>
 
 namespace attnrt::plugins::fa2 {
 namespace {
 
-using cuda::AttentionParams;
 // The compiled head dims, from the build's one list (CMakeLists.txt).
 using HeadDims = cuda::HeadDims<ATTNRT_FA2_HEAD_DIMS>;
-
-constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes
+using Calls = cuda::fa2::Calls<cuda::StandardScores, HeadDims>;
 
 class FlashAttention2Plugin {
  public:
@@ -42,48 +37,16 @@ class FlashAttention2Plugin {
   std::string supports(const attnrt_attention_desc& d) const { return HeadDims::gap(d.head_dim); }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
-    if (!backward) return 0;
-    return dq_accum_offset(d) + (d.deterministic ? 0 : rows(d) * size_t(d.head_dim) * sizeof(float));
+    return Calls::workspace_size(d, backward);
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
-    cuda::use_device(d);
-    const AttentionParams p = cuda::make_params(d, a, kRowAlignment);
-    if (p.seqlen_q == 0 || p.batch == 0) return;
-    HeadDims::dispatch(d.head_dim, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_forward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)),
-                       "flash_attention_2 forward");
-    });
+    Calls::forward(d, a, e, "flash_attention_2 forward");
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
-    sdk::require_workspace(e, workspace_size(d, true, 0), 0);
-    cuda::use_device(d);
-    AttentionParams p = cuda::make_params(d, a, kRowAlignment);
-    auto* ws = static_cast<unsigned char*>(e.workspace);
-    p.softmax_d = reinterpret_cast<float*>(ws);
-    if (!d.deterministic) p.dq_accum = reinterpret_cast<float*>(ws + dq_accum_offset(d));
-    if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) return;
-    HeadDims::dispatch(d.head_dim, [&](auto hd) {
-      cuda::check_cuda(cuda::fa2::run_backward<cuda::StandardScores, decltype(hd)::value>(p, bf16(d), stream(e)),
-                       "flash_attention_2 backward");
-    });
+    Calls::backward(d, a, e, "flash_attention_2 backward");
   }
-
- private:
-  static bool bf16(const attnrt_attention_desc& d) { return d.dtype == ATTNRT_DTYPE_BF16; }
-
-  // Backward workspace: D = rowsum(dO * O) per (head, query row), then (unless deterministic)
-  // the fp32 dQ accumulator, head_dim floats per row. batch * max seqlen_q bounds the packed
-  // length of a varlen call.
-  static size_t rows(const attnrt_attention_desc& d) {
-    return size_t(d.heads_q) * size_t(d.batch) * size_t(d.seqlen_q);
-  }
-  static size_t dq_accum_offset(const attnrt_attention_desc& d) {
-    constexpr size_t kAlign = 256;
-    return (rows(d) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
-  }
-  static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
 };
 
 }  // namespace

@@ -80,6 +80,10 @@ void common(AttentionParams& p, const attnrt_attention_desc& d, const Args& a, s
   p.cu_seqlens_q = static_cast<const int32_t*>(data_of(a.cu_seqlens_q));
   p.cu_seqlens_k = static_cast<const int32_t*>(data_of(a.cu_seqlens_k));
   p.seqused_k = static_cast<const int32_t*>(data_of(a.seqused_k));
+  if (d.has_sinks) {
+    require_compact("sinks", a.sinks);
+    p.sinks = static_cast<const float*>(data_of(a.sinks));
+  }
 }
 
 }  // namespace detail
@@ -104,6 +108,10 @@ inline AttentionParams make_params(const attnrt_attention_desc& d, const attnrt_
   p.dv = detail::ref("dv", a.dv, vector_bytes);
   detail::require_compact("lse", a.lse);
   p.lse = static_cast<float*>(detail::data_of(a.lse));
+  if (d.has_sinks) {
+    detail::require_compact("dsinks", a.dsinks);
+    p.dsinks = static_cast<float*>(detail::data_of(a.dsinks));
+  }
   return p;
 }
 

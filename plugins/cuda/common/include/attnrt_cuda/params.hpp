@@ -25,6 +25,10 @@ struct AttentionParams {
   const int32_t* cu_seqlens_q = nullptr;  // varlen; nullptr otherwise
   const int32_t* cu_seqlens_k = nullptr;
   const int32_t* seqused_k = nullptr;  // optional: keys used per sequence
+  const float* sinks = nullptr;        // [heads_q] sink logits (natural log), when the call has sinks
+  float* dsinks = nullptr;             // backward with sinks: [heads_q], written whole
+  float* dsink_rows = nullptr;         // backward workspace with sinks: each row's share of dsinks,
+                                       // laid out like lse
   int32_t batch = 0, heads_q = 0, heads_kv = 0;
   int32_t seqlen_q = 0, seqlen_k = 0;  // per sequence; varlen: maxima
   int64_t total_q = 0;                 // varlen: rows of q (lse's second extent)

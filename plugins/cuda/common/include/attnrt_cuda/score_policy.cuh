@@ -24,7 +24,8 @@
 namespace attnrt::cuda {
 
 // A row's softmax state before its first key block: running max (in the units of the raw
-// products the mainloop compares, see StandardScores::row_start) and running sum.
+// products the mainloop compares, see StandardScores::row_start) and running sum (the row's
+// whole sum: a mainloop that splits a row's sum over several threads gives it to one of them).
 struct RowStart {
   float max, sum;
 };
@@ -130,6 +131,10 @@ class StandardScores {
 
   // A row's normalizer and LSE (RowEnd) from its final running max and sum.
   __device__ __forceinline__ RowEnd row_end(float max, float sum, float c) const { return {max, sum, c}; }
+
+  // ---- Backward. Called once per query row (head h, index `row` in lse's layout) when its
+  // D = rowsum(dO o O) is known, for the gradients of per-row terms (sinks); none here.
+  __device__ __forceinline__ void on_row_d(int /*h*/, int64_t /*row*/, float /*d*/) const {}
 
  protected:
   const AttentionParams& p;
