@@ -4,13 +4,39 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <dlfcn.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace attnrt {
 namespace fs = std::filesystem;
 
 PluginLibrary::~PluginLibrary() = default;
+
+namespace {
+
+// For a library that is not there: the .so files its folder does hold, so that a manifest naming
+// the wrong file ("library: libmy_attention.so" where the build made libattnrt_my_attention.so)
+// shows the right name. "" when the folder does not exist either.
+std::string libraries_beside(const fs::path& path) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "";
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".so") found.push_back(entry.path().filename().string());
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) return fmt::format(" (no .so file in {})", dir.string());
+  return fmt::format(" (the .so files in {}: {})", dir.string(), fmt::join(found, ", "));
+}
+
+}  // namespace
 
 // Statuses: a path that names no file is the caller's mistake (INVALID_ARGUMENT, the default);
 // a file that exists but cannot serve as a plugin of this runtime (not loadable here, not an
@@ -19,8 +45,12 @@ PluginLibrary::~PluginLibrary() = default;
 std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
   const std::string where = path.string();
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error(where + ": no such file");
+  if (!fs::exists(path, ec)) throw Error(where + ": no such file" + libraries_beside(path));
   if (!fs::is_regular_file(path, ec)) throw Error(where + ": not a regular file");
+  // One library at a time in the process: runtimes on several threads may open one library at
+  // once, and the ABI does not ask a plugin's entry point to be reentrant.
+  static std::mutex open_mutex;
+  std::lock_guard<std::mutex> lock(open_mutex);
 
   std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
   plugin->path_ = fs::absolute(path);

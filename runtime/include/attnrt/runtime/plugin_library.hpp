@@ -1,6 +1,9 @@
 // One loaded plugin library: opened with Boost.DLL, its entry symbol called, its ABI version
 // and function table checked. Every way a file can fail to be a usable plugin becomes an
 // attnrt::Error naming the path and the problem.
+//
+// Threads: open() runs one at a time in the process (a plugin's entry point need not be
+// reentrant); an opened PluginLibrary is immutable and may be shared by any threads.
 #pragma once
 
 #include <attnrt/plugin_abi.h>
