@@ -12,6 +12,17 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p")
 done
+# CUTLASS/CuTe headers for the Hopper plugins (flash_attention_3), where the CUDA toolkit is:
+# Debian has no package, so the nvidia-cutlass wheel from PyPI, headers only (--no-deps), into
+# .deps/cutlass, where the build looks first (plugins/cuda/CMakeLists.txt).
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cutlass_version=4.2.0.0
+if command -v nvcc > /dev/null 2>&1 && [ ! -f "$root/.deps/cutlass/.version-$cutlass_version" ]; then
+  echo "install_deps: nvidia-cutlass $cutlass_version (headers) into .deps/cutlass"
+  rm -rf "$root/.deps/cutlass"
+  python3 -m pip install -q --no-deps --target "$root/.deps/cutlass" "nvidia-cutlass==$cutlass_version"
+  touch "$root/.deps/cutlass/.version-$cutlass_version"
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
   exit 0

@@ -1,0 +1,34 @@
+// Host entry points of the flash_attention_3 kernels for a score policy (score_policy.cuh) and a
+// head_dim, one translation unit per instantiation (written from fa3_instantiation.cu.in) so
+// the build compiles them in parallel. The caller builds the TMA descriptors (tensor_map.hpp)
+// with the box sizes below. Launches are asynchronous on `stream` and return the first error.
+#pragma once
+
+#include <attnrt_cuda/params.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+namespace attnrt::cuda {
+class StandardScores;  // the ABI's score rule (score_policy.cuh)
+}
+
+namespace attnrt::cuda::fa3 {
+
+// Rows of the Q box and keys of the K and V boxes of the forward's TMA loads.
+template <int HD>
+struct ForwardTiles {
+  static constexpr int kBM = 128;  // two consumer warpgroups of 64 rows
+  static constexpr int kBN = 128;
+};
+
+// q, k, v as boxes of 64 columns x ForwardTiles' rows (hopper::make_tensor_map).
+struct ForwardMaps {
+  CUtensorMap q, k, v;
+};
+
+// Forward: writes p.out and, when p.lse is set, p.lse.
+template <class Policy, int HD>
+cudaError_t run_forward(const AttentionParams& p, const ForwardMaps& maps, bool bf16, cudaStream_t stream);
+
+}  // namespace attnrt::cuda::fa3
