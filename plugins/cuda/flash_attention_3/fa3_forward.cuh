@@ -10,6 +10,8 @@
 // (score_policy.cuh), as in flash_attention_2: one policy, two mainloops.
 #pragma once
 
+#include "fa3_launch.hpp"
+
 #include <attnrt_cuda/hopper/gmma.cuh>
 #include <attnrt_cuda/hopper/tma.cuh>
 #include <attnrt_cuda/score_policy.cuh>
@@ -21,11 +23,9 @@
 namespace attnrt::cuda::fa3 {
 
 template <int HD>
-struct ForwardConfig {
-  static constexpr int kBM = 128;  // two consumer warpgroups of 64 rows
-  static constexpr int kBN = 128;
+struct ForwardConfig : ForwardTiles<HD> {
   static constexpr int kStages = 2;
-  static constexpr int kThreads = 384;
+  static constexpr int kThreads = 384;  // a producer warpgroup and two consumer warpgroups
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 
@@ -52,7 +52,7 @@ __device__ __forceinline__ SeqCoords k_coords(const AttentionParams& p, int b) {
   return p.cu_seqlens_k ? SeqCoords{p.cu_seqlens_k[b], 0} : SeqCoords{0, b};
 }
 
-template <class T, int HD, class Policy>
+template <class T, int HD, class Policy, bool kPingpong>
 __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     forward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
                    const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
@@ -132,41 +132,62 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
   const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, g = lane / 4, t = lane % 4;
   const int row_in_block = wr0 + warp * 16 + g;  // and + 8
 
-  using GemmS = hopper::Gmma<T, BN>;
-  using GemmO = hopper::Gmma<T, HD>;
+  using GemmS = hopper::Gemm<T, BN>;
+  using GemmO = hopper::Gemm<T, HD>;
   float o[HD / 8][4];
 #pragma unroll
   for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float(&o_flat)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
+  float s[BN / 8][4];
+  float(&s_flat)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(s);
+  uint32_t pa[BN / 16][4];
 
   const bool fold = pol.linear();
   const float c = fold ? p.softmax_scale * kLog2e : 1.f;
   const RowStart start = pol.row_start(h, c);
   float row_max[2] = {start.max, start.max};
   float row_sum[2] = {t == 0 ? start.sum : 0.f, t == 0 ? start.sum : 0.f};
+  float alpha[2];
 
-  hopper::TxBarrier::wait(&sm.q_full, 0);
-  for (int it = 0; it < n_blocks; ++it) {
-    const int stage = it % STAGES;
-    const uint32_t phase = (it / STAGES) & 1;
-    const int n0 = (keys.hi - 1 - it) * BN;
+  // Ping-pong (FlashAttention-3, section 3.1): the two consumer warpgroups take turns issuing
+  // their GEMMs, ordered by two named barriers, so one's softmax (exp on the SFUs) runs while the
+  // other's products hold the tensor cores. Each issue point syncs on its own barrier and then
+  // releases the other warpgroup's; warpgroup 2 opens with one release so warpgroup 1 goes first,
+  // and skips its very last release so that every barrier sees whole generations.
+  const int issue_points = n_blocks + 1;  // S_0, then S_j with P_(j-1) V_(j-1), then the last P V
+  int issued = 0;
+  auto turn_begin = [&] {
+    if constexpr (kPingpong) cutlass::arch::NamedBarrier::sync(256, 3 + cw);
+  };
+  auto turn_end = [&] {
+    ++issued;
+    if constexpr (kPingpong) {
+      if (cw == 0 || issued < issue_points) cutlass::arch::NamedBarrier::arrive(256, 3 + (1 - cw));
+    }
+  };
+  if constexpr (kPingpong) {
+    if (cw == 1 && n_blocks > 0) cutlass::arch::NamedBarrier::arrive(256, 3);
+  }
 
-    // S = Q K^T.
-    float s[BN / 8][4];
-    float(&s_flat)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(s);
-    hopper::TxBarrier::wait(&sm.k_full[stage], phase);
+  auto issue_s = [&](int stage) {
     hopper::fence_operands(s_flat);
-    cute::warpgroup_arrive();
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
       GemmS::ss(hopper::k_major_desc<BM>(sm.q, wr0, ks), hopper::k_major_desc<BN>(sm.k[stage], 0, ks), s_flat, ks > 0);
     }
     cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<0>();
-    hopper::fence_operands(s_flat);
-    if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
+  };
+  auto issue_pv = [&](int stage) {
+    hopper::fence_operands(o_flat);
+#pragma unroll
+    for (int ks = 0; ks < BN / 16; ++ks) GemmO::rs(pa[ks], hopper::mn_major_desc<BN>(sm.v[stage], ks), o_flat);
+    cute::warpgroup_commit_batch();
+  };
 
-    // Scores, mask and the online softmax, as flash_attention_2's forward (fa2_forward.cuh).
+  // Scores, mask and the online softmax of block n0 in s: new row maxima, the factor alpha that
+  // rescales what was accumulated (applied by the caller once the P V product in flight is done),
+  // P = exp2(s * c - max * c) in place, and the row sums.
+  auto softmax = [&](int n0) {
     if (!fold) {
       pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
@@ -199,17 +220,12 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
 #pragma unroll
       for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
       mx = quad_max(mx);
+      // A row with nothing visible yet keeps max -inf; its P is 0 and nothing is rescaled.
       neg_base[r] = mx == -INFINITY ? 0.f : -mx * c;
-      const float alpha = mx != row_max[r] ? fast_exp2(fmaf(row_max[r], c, neg_base[r])) : 1.f;
+      alpha[r] = mx != row_max[r] ? fast_exp2(fmaf(row_max[r], c, neg_base[r])) : 1.f;
       row_max[r] = mx;
-      row_sum[r] *= alpha;
-#pragma unroll
-      for (int dt = 0; dt < HD / 8; ++dt) {
-        o[dt][2 * r] *= alpha;
-        o[dt][2 * r + 1] *= alpha;
-      }
+      row_sum[r] *= alpha[r];
     }
-    uint32_t pa[BN / 16][4];
 #pragma unroll
     for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
@@ -217,19 +233,69 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       row_sum[0] += s[nt][0] + s[nt][1];
       row_sum[1] += s[nt][2] + s[nt][3];
     }
+  };
+  auto rescale_o = [&] {
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      o[dt][0] *= alpha[0];
+      o[dt][1] *= alpha[0];
+      o[dt][2] *= alpha[1];
+      o[dt][3] *= alpha[1];
+    }
+  };
+  auto to_p = [&] {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) accum_to_a<T>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+  };
 
-    // O += P V.
-    hopper::TxBarrier::wait(&sm.v_full[stage], phase);
-    hopper::fence_operands(o_flat);
+  // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S_j = Q K_j^T is issued together with
+  // O += P_(j-1) V_(j-1), and the softmax of S_j runs while that product is still in flight;
+  // only the rescale of O waits for it. Blocks run last first (the masked ones).
+  hopper::TxBarrier::wait(&sm.q_full, 0);
+  if (n_blocks > 0) {
+    hopper::TxBarrier::wait(&sm.k_full[0], 0);
+    turn_begin();
     cute::warpgroup_arrive();
-#pragma unroll
-    for (int ks = 0; ks < BN / 16; ++ks) GemmO::rs(pa[ks], hopper::mn_major_desc<BN>(sm.v[stage], ks), o_flat);
-    cute::warpgroup_commit_batch();
+    issue_s(0);
+    turn_end();
+    cute::warpgroup_wait<0>();
+    hopper::fence_operands(s_flat);
+    if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[0]);
+    softmax((keys.hi - 1) * BN);
+    to_p();
+  }
+  for (int it = 1; it < n_blocks; ++it) {
+    const int stage = it % STAGES, prev = (it - 1) % STAGES;
+    const uint32_t phase = (it / STAGES) & 1, prev_phase = ((it - 1) / STAGES) & 1;
+    hopper::TxBarrier::wait(&sm.k_full[stage], phase);
+    hopper::TxBarrier::wait(&sm.v_full[prev], prev_phase);
+    turn_begin();
+    cute::warpgroup_arrive();
+    issue_s(stage);
+    issue_pv(prev);
+    turn_end();
+    cute::warpgroup_wait<1>();  // S_j has landed; P_(j-1) V_(j-1) may still run
+    hopper::fence_operands(s_flat);
+    if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
+    softmax((keys.hi - 1 - it) * BN);
     cute::warpgroup_wait<0>();
     hopper::fence_operands(o_flat);
-    if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[stage]);
+    hopper::fence_operands(pa);
+    if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[prev]);
+    rescale_o();
+    to_p();
+  }
+  if (n_blocks > 0) {
+    const int last = (n_blocks - 1) % STAGES;
+    hopper::TxBarrier::wait(&sm.v_full[last], ((n_blocks - 1) / STAGES) & 1);
+    turn_begin();
+    cute::warpgroup_arrive();
+    issue_pv(last);
+    turn_end();
+    cute::warpgroup_wait<0>();
+    hopper::fence_operands(o_flat);
+    hopper::fence_operands(pa);
+    if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[last]);
   }
 
   // Epilogue: normalize, then O through this warpgroup's own rows of the Q tile (no other

@@ -10,7 +10,8 @@ namespace attnrt::cuda::fa3 {
 template <class T, int HD, class Policy>
 cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStream_t stream) {
   using C = ForwardConfig<HD>;
-  auto kernel = forward_kernel<T, HD, Policy>;
+  // Ping-pong on: +2-12% over taking turns freely at every measured shape but one (docs/perf.md).
+  auto kernel = forward_kernel<T, HD, Policy, true>;
   // One CTA per SM: the tiles and their stages take most of the 227 KB; +1 KB to align the base.
   const size_t smem = sizeof(ForwardSmem<T, HD, C::kBM, C::kBN, C::kStages>) + 1024;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));

@@ -121,17 +121,20 @@ ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_
   const int64_t total_q = d.is_varlen ? a.q->shape[0] : static_cast<int64_t>(d.batch) * d.seqlen_q;
   r.lse.assign(static_cast<size_t>(total_q) * d.heads_q, -kInf);
   const int64_t group = d.heads_q / d.heads_kv;
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t h = 0; h < d.heads_q; ++h) {
-      for (int64_t i = 0; i < L.q_len(b); ++i) {
-        const RowScores s = row_scores(L, b, h, i);
-        r.lse[L.lse_index(b, h, i)] = s.m == -kInf ? -kInf : s.m + std::log(s.z);
-        for (int64_t j = 0; j < static_cast<int64_t>(s.p.size()); ++j) {
-          if (s.p[j] == 0.0) continue;
-          for (int64_t c = 0; c < d.head_dim_v; ++c) {
-            r.out[L.q_index(b, i, h, c, d.heads_q, d.head_dim_v)] +=
-                s.p[j] * read_element(*a.v, L.kv_index(b, j, h / group, c, d.head_dim_v));
-          }
+  // (sequence, head) pairs in parallel: each writes its own rows of out and lse, in the same
+  // order as a serial loop, so the result does not depend on the thread count.
+  const int64_t pairs = int64_t(d.batch) * d.heads_q;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t bh = 0; bh < pairs; ++bh) {
+    const int64_t b = bh / d.heads_q, h = bh % d.heads_q;
+    for (int64_t i = 0; i < L.q_len(b); ++i) {
+      const RowScores s = row_scores(L, b, h, i);
+      r.lse[L.lse_index(b, h, i)] = s.m == -kInf ? -kInf : s.m + std::log(s.z);
+      for (int64_t j = 0; j < static_cast<int64_t>(s.p.size()); ++j) {
+        if (s.p[j] == 0.0) continue;
+        for (int64_t c = 0; c < d.head_dim_v; ++c) {
+          r.out[L.q_index(b, i, h, c, d.heads_q, d.head_dim_v)] +=
+              s.p[j] * read_element(*a.v, L.kv_index(b, j, h / group, c, d.head_dim_v));
         }
       }
     }
@@ -150,9 +153,17 @@ ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnr
   if (d.has_sinks) g.dsinks.assign(d.heads_q, 0.0);
   const int64_t group = d.heads_q / d.heads_kv;
   const double scale = d.softmax_scale;
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t h = 0; h < d.heads_q; ++h) {
-      const int64_t hk = h / group;
+  // (sequence, kv head) pairs in parallel: each owns its rows of dk and dv and the dq rows of its
+  // query heads, accumulated in the serial order; dsinks sums per (sequence, head), then over
+  // sequences in order, so the result does not depend on the thread count.
+  std::vector<double> dsinks_part(d.has_sinks ? size_t(d.batch) * d.heads_q : 0, 0.0);
+  // Paged sequences may share pages (and so rows of dk, dv): those run serially.
+  const int64_t pairs = int64_t(d.batch) * d.heads_kv;
+  const bool shared_rows = a.block_table != nullptr;
+#pragma omp parallel for schedule(dynamic) if (!shared_rows)
+  for (int64_t bk = 0; bk < pairs; ++bk) {
+    const int64_t b = bk / d.heads_kv, hk = bk % d.heads_kv;
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       for (int64_t i = 0; i < L.q_len(b); ++i) {
         const RowScores s = row_scores(L, b, h, i);
         const int64_t kl = static_cast<int64_t>(s.p.size());
@@ -169,7 +180,7 @@ ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnr
           }
           D += s.p[j] * dp[j];
         }
-        if (d.has_sinks) g.dsinks[h] -= s.p_sink * D;
+        if (d.has_sinks) dsinks_part[size_t(b * d.heads_q + h)] -= s.p_sink * D;
         for (int64_t j = 0; j < kl; ++j) {
           if (s.p[j] == 0.0) continue;
           double dx = s.p[j] * (dp[j] - D);
@@ -184,6 +195,9 @@ ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnr
         }
       }
     }
+  }
+  for (int64_t b = 0; b < d.batch && d.has_sinks; ++b) {
+    for (int64_t h = 0; h < d.heads_q; ++h) g.dsinks[size_t(h)] += dsinks_part[size_t(b * d.heads_q + h)];
   }
   return g;
 }

@@ -70,7 +70,7 @@ struct CuteType<__half> {
 // One warpgroup's m64 x N x k16 products with fp32 accumulators `acc` (N / 2 floats per thread,
 // in the C-fragment order of mma.sync's m16n8 tiles: warp w holds rows 16 w .. +16).
 template <class T, int N>
-struct Gmma {
+struct Gemm {
   using E = typename CuteType<T>::type;
   using Shape = cute::Shape<cute::Int<64>, cute::Int<N>, cute::Int<16>>;
   using SS = decltype(cute::SM90::GMMA::ss_op_selector<E, E, float, Shape, cute::SM90::GMMA::Major::K,
@@ -107,6 +107,17 @@ template <int N>
 __device__ __forceinline__ void fence_operands(float (&acc)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) cute::warpgroup_fence_operand(acc[i]);
+}
+
+// The same for register A operands (P): kept live, unmoved, until the product reading them is
+// known complete.
+template <int N>
+__device__ __forceinline__ void fence_operands(uint32_t (&a)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) cute::warpgroup_fence_operand(a[i][j]);
+  }
 }
 
 }  // namespace attnrt::cuda::hopper
