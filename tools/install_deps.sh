@@ -7,7 +7,8 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config binutils clang-format
   libyaml-cpp-dev libboost-dev libfmt-dev libspdlog-dev libcli11-dev libdlpack-dev
-  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libomp-dev)  # LLVM's OpenMP runtime and Archer, for the ThreadSanitizer build (tools/test.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds everything with warnings as errors and runs the whole test suite (CTest + GoogleTest).
+# Builds everything with warnings as errors and runs the whole test suite (CTest + GoogleTest),
+# then the threaded host-API test under ThreadSanitizer.
 #   tools/test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,5 +13,11 @@ nvidia-smi -L > /dev/null 2>&1 || kernels=reduced
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_WERROR=ON -DATTNRT_BUILD_TESTS=ON \
   -DATTNRT_CUDA_KERNELS=$kernels > /dev/null
 cmake --build build-test
-cd build-test
-ctest --output-on-failure -j "$(nproc)" "$@"
+(cd build-test && ctest --output-on-failure -j "$(nproc)" "$@")
+# The threaded host-API test again under ThreadSanitizer (issue 23), in a build of its own that
+# holds only what the test needs (libattnrt, the CPU plugins, the test); any report fails it
+# (exit status 66, tests/support/tsan_options.cpp).
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_WERROR=ON -DATTNRT_BUILD_TESTS=ON \
+  -DATTNRT_CUDA=OFF -DATTNRT_SANITIZE=thread > /dev/null
+cmake --build build-tsan --target attnrt_threads_tests
+build-tsan/bin/attnrt_threads_tests

@@ -23,6 +23,29 @@
  *                                 workspace ran out: a smaller call may succeed.
  *  ATTNRT_ERROR_INTERNAL          a bug in libattnrt or in the plugin (any other exception, or an
  *                                 unknown status from a plugin): report it with the message.
+ *
+ * Threads. A runtime and the backend handles resolved from it may be shared by any number of
+ * threads (data-parallel workers, a thread per request stream, autograd's backward threads):
+ *  - May run concurrently, on one runtime and on one backend handle: attnrt_resolve (different
+ *    sites and values too), attnrt_runtime_site_*, attnrt_backend_name, attnrt_backend_forward
+ *    and attnrt_backend_backward. The runtime loads each plugin library once and creates one
+ *    plugin instance per library, whichever thread asks first, under a lock; every resolution
+ *    that picks that library shares the instance. Each call gets a workspace of its own: CPU
+ *    calls overlap; a CUDA call uses a workspace kept for its stream, so calls on different
+ *    streams run side by side on the GPU (their launches take turns on the host). With several
+ *    threads calling CPU backends at once, pass num_threads so that together they do not
+ *    oversubscribe the cores (0 lets each call use all of them).
+ *  - What a call writes belongs to that call: concurrent calls need distinct output tensors
+ *    (out, lse, dq, dk, dv, dsinks) and distinct `error` messages; attnrt_resolve writes
+ *    desc->device and desc->cuda_arch, so a desc being resolved must not be read by another
+ *    call at the same time (resolve a copy per thread). Inputs (q, k, v, ..., a desc no call
+ *    writes) may be shared.
+ *  - Need external synchronisation: attnrt_runtime_destroy and attnrt_backend_release must not
+ *    overlap any other call on that runtime or handle (nor each other on it). Runtimes may be
+ *    created, and others destroyed, on any threads at once. A backend handle stays valid after
+ *    its runtime is destroyed: it keeps its plugin loaded until it is released.
+ *  - Plugins are held to the ABI's threading rule (plugin_abi.h: supports, workspace_size,
+ *    forward and backward concurrently on one instance); `attnrt check` tests it (`threads`).
  */
 #ifndef ATTNRT_HOST_API_H_
 #define ATTNRT_HOST_API_H_

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
@@ -59,46 +60,103 @@ std::string Backend::unsupported_reason(const attnrt_attention_desc& desc) const
   return !reason.empty() ? reason.text() : status_name(status);
 }
 
-void* Backend::workspace(const attnrt_attention_desc& desc, bool backward, int num_threads, size_t* bytes) {
+size_t Backend::workspace_size(const attnrt_attention_desc& desc, bool backward, int num_threads) {
   MessageBuffer err;
+  size_t bytes = 0;
   const attnrt_status status =
-      library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, bytes, err.get());
+      library_->api().workspace_size(instance_, &desc, backward ? 1 : 0, num_threads, &bytes, err.get());
   if (status != ATTNRT_OK) fail("workspace_size", status, err.text());
   // Rounded up to whole 256-byte blocks below; a size that would wrap is no allocation at all.
-  if (*bytes > SIZE_MAX - 255) {
+  if (bytes > SIZE_MAX - 255) {
     throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
-                fmt::format("{}: workspace of {} bytes cannot be allocated", name(), *bytes));
+                fmt::format("{}: workspace of {} bytes cannot be allocated", name(), bytes));
   }
-  workspace_used_ = *bytes;
-  if (desc.device.device_type == kDLCUDA) {
-    if (*bytes == 0) return nullptr;
-    const DLDevice have = cuda_workspace_.device();
-    if (*bytes > cuda_workspace_.size() || have.device_id != desc.device.device_id) {
-      // Freed before the new allocation: the old one may be most of the device's memory.
-      cuda_workspace_ = CudaBuffer();
-      try {
-        cuda_workspace_ = CudaBuffer(desc.device, (*bytes + 255) / 256 * 256);
-      } catch (const Error& e) {
-        throw Error(e.status(), fmt::format("{}: workspace of {} bytes: {}", name(), *bytes, e.what()));
+  workspace_used_.store(bytes, std::memory_order_relaxed);
+  return bytes;
+}
+
+// A CPU call's workspace: a free block of the backend's pool (the largest, replaced when too
+// small) or a new one, given back when the call ends. Calls that overlap hold different blocks.
+class Backend::HostWorkspace {
+ public:
+  HostWorkspace(Backend& backend, size_t bytes) : backend_(backend) {
+    if (bytes == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(backend_.host_mutex_);
+      auto& pool = backend_.free_host_blocks_;
+      if (!pool.empty()) {
+        auto largest = std::max_element(pool.begin(), pool.end(),
+                                        [](const HostBlock& a, const HostBlock& b) { return a.capacity < b.capacity; });
+        block_ = std::move(*largest);
+        pool.erase(largest);
       }
     }
-    return cuda_workspace_.data();
+    if (block_.capacity < bytes) {
+      const size_t rounded = (bytes + 255) / 256 * 256;
+      block_ = HostBlock{};  // the old block is freed first; a failed allocation leaves none
+      block_.data.reset(std::aligned_alloc(256, rounded));
+      if (!block_.data) {
+        throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
+                    fmt::format("{}: cannot allocate {} bytes of workspace", backend_.name(), rounded));
+      }
+      block_.capacity = rounded;
+    }
   }
-  if (desc.device.device_type != kDLCPU) {
+  ~HostWorkspace() {
+    if (!block_.data) return;
+    try {
+      std::lock_guard<std::mutex> lock(backend_.host_mutex_);
+      backend_.free_host_blocks_.push_back(std::move(block_));
+    } catch (...) {
+      // No room in the pool: the block is freed instead of kept.
+    }
+  }
+  HostWorkspace(const HostWorkspace&) = delete;
+  HostWorkspace& operator=(const HostWorkspace&) = delete;
+  void* data() const { return block_.data.get(); }
+
+ private:
+  Backend& backend_;
+  HostBlock block_;
+};
+
+void* Backend::cuda_workspace(const attnrt_attention_desc& desc, void* stream, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const bool per_thread = stream == nullptr || stream == reinterpret_cast<void*>(0x2);  // cudaStreamPerThread
+  CudaBuffer& buffer = cuda_workspaces_[StreamKey{desc.device.device_id, stream,
+                                                  per_thread ? std::this_thread::get_id() : std::thread::id()}];
+  if (bytes > buffer.size()) {
+    // Freed before the new allocation: the old one may be most of the device's memory.
+    buffer = CudaBuffer();
+    try {
+      buffer = CudaBuffer(desc.device, (bytes + 255) / 256 * 256);
+    } catch (const Error& e) {
+      throw Error(e.status(), fmt::format("{}: workspace of {} bytes: {}", name(), bytes, e.what()));
+    }
+  }
+  return buffer.data();
+}
+
+template <class Invoke>
+void Backend::call(const char* what, const attnrt_attention_desc& desc, bool backward, int num_threads, void* stream,
+                   Invoke&& invoke) {
+  attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
+  exec.workspace_size = workspace_size(desc, backward, num_threads);
+  MessageBuffer err;  // the call's own: concurrent calls never write one message
+  attnrt_status status = ATTNRT_OK;
+  if (desc.device.device_type == kDLCUDA) {
+    std::lock_guard<std::mutex> lock(cuda_mutex_);
+    exec.workspace = cuda_workspace(desc, stream, exec.workspace_size);
+    status = invoke(exec, err.get());
+  } else if (desc.device.device_type == kDLCPU) {
+    HostWorkspace workspace(*this, exec.workspace_size);
+    exec.workspace = workspace.data();
+    status = invoke(exec, err.get());
+  } else {
     throw Error(ATTNRT_ERROR_UNSUPPORTED,
                 name() + ": workspace on " + sdk::device_name(desc.device) + " is not supported by attnrt");
   }
-  if (*bytes > workspace_capacity_) {
-    const size_t rounded = (*bytes + 255) / 256 * 256;
-    workspace_capacity_ = 0;  // a failed allocation leaves no workspace behind
-    workspace_.reset(std::aligned_alloc(256, rounded));
-    if (!workspace_) {
-      throw Error(ATTNRT_ERROR_OUT_OF_MEMORY,
-                  fmt::format("{}: cannot allocate {} bytes of workspace", name(), rounded));
-    }
-    workspace_capacity_ = rounded;
-  }
-  return *bytes ? workspace_.get() : nullptr;
+  if (status != ATTNRT_OK) fail(what, status, err.text());
 }
 
 void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads,
@@ -111,12 +169,9 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
   if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": forward: " + why);
   }
-  std::lock_guard<std::mutex> lock(workspace_mutex_);
-  attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
-  exec.workspace = workspace(desc, false, num_threads, &exec.workspace_size);
-  MessageBuffer err;
-  const attnrt_status status = library_->api().forward(instance_, &desc, &args, &exec, err.get());
-  if (status != ATTNRT_OK) fail("forward", status, err.text());
+  call("forward", desc, false, num_threads, stream, [&](const attnrt_exec& exec, attnrt_message* error) {
+    return library_->api().forward(instance_, &desc, &args, &exec, error);
+  });
 }
 
 void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads,
@@ -130,12 +185,9 @@ void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_
   if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": backward: " + why);
   }
-  std::lock_guard<std::mutex> lock(workspace_mutex_);
-  attnrt_exec exec{sizeof(attnrt_exec), stream, nullptr, 0, num_threads};
-  exec.workspace = workspace(desc, true, num_threads, &exec.workspace_size);
-  MessageBuffer err;
-  const attnrt_status status = library_->api().backward(instance_, &desc, &args, &exec, err.get());
-  if (status != ATTNRT_OK) fail("backward", status, err.text());
+  call("backward", desc, true, num_threads, stream, [&](const attnrt_exec& exec, attnrt_message* error) {
+    return library_->api().backward(instance_, &desc, &args, &exec, error);
+  });
 }
 
 }  // namespace attnrt

@@ -105,9 +105,15 @@ const PluginRecord* Registry::find(const std::string& name, const std::string& d
 
 std::shared_ptr<PluginLibrary> Registry::load(const PluginRecord& record) {
   const std::string key = fs::weakly_canonical(record.library).string();
-  auto it = loaded_.find(key);
-  std::shared_ptr<PluginLibrary> lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library);
-  loaded_[key] = lib;
+  std::shared_ptr<PluginLibrary> lib;
+  {
+    // Threads resolving at once ask for the same libraries: each is opened (its entry point
+    // run) by the first, under the lock, and shared. A failed open leaves no entry.
+    std::lock_guard<std::mutex> lock(load_mutex_);
+    auto it = loaded_.find(key);
+    lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library);
+    loaded_[key] = lib;
+  }
   if (record.manifest && lib->name() != record.manifest->name) {
     throw Error(record.library.string() + ": library calls itself '" + lib->name() + "' but its manifest " +
                 record.manifest->source.string() + " says '" + record.manifest->name + "'");

@@ -34,6 +34,9 @@ void Resolver::bind_device(attnrt_attention_desc& desc) const {
 
 std::shared_ptr<Backend> Resolver::backend_for_record(const PluginRecord& record, std::string* reason) {
   const std::string key = std::filesystem::weakly_canonical(record.library).string();
+  // Held while the first resolution to pick a library loads it and creates its instance: the
+  // others wait for that one and share it.
+  std::lock_guard<std::mutex> lock(backends_mutex_);
   if (auto it = backends_.find(key); it != backends_.end()) return it->second;
   try {
     auto backend = std::make_shared<Backend>(registry_.load(record));

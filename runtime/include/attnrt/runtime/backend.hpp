@@ -1,6 +1,14 @@
 // A resolved attention backend: one plugin instance, called with host-allocated workspace.
 // Every call is validated by the host before the plugin sees it (sdk/validate.hpp), so a bad
 // tensor is reported by name even when a third-party plugin checks nothing.
+//
+// Threads: one Backend is shared by every thread whose resolution picked its library.
+// unsupported_reason, forward and backward may run concurrently (the plugin ABI allows it on one
+// instance), each call with a workspace of its own: a CPU call borrows a host block for its
+// duration (calls overlap); a CUDA call uses its stream's block (calls on different streams
+// overlap on the GPU; their launches take turns on the host), kept for reuse until the Backend
+// goes: one block per stream ever used. Concurrent calls need distinct outputs. Construction
+// and destruction must not overlap other calls (shared_ptr owners ensure it).
 #pragma once
 
 #include <attnrt/plugin_abi.h>
@@ -8,10 +16,14 @@
 #include <attnrt/runtime/export.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
+#include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 namespace attnrt {
@@ -34,27 +46,45 @@ class ATTNRT_API Backend {
   // Runs forward / backward with `num_threads` CPU threads (0: plugin default) or, for CUDA
   // tensors, on `stream` (cudaStream_t; NULL: the default stream), asynchronously. Throws
   // attnrt::Error prefixed with the plugin's name. Workspace is allocated by the host on the
-  // call's device and kept for reuse; workspace_bytes() reports the last call's.
+  // call's device and kept for reuse; workspace_bytes() reports the last call's (with
+  // concurrent calls: one of the last).
   void forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads = 0,
                void* stream = nullptr);
   void backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads = 0,
                 void* stream = nullptr);
-  size_t workspace_bytes() const { return workspace_used_; }
+  size_t workspace_bytes() const { return workspace_used_.load(std::memory_order_relaxed); }
 
  private:
-  void* workspace(const attnrt_attention_desc& desc, bool backward, int num_threads, size_t* bytes);
+  class HostWorkspace;  // a CPU call's borrowed block (backend.cpp)
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  struct HostBlock {
+    std::unique_ptr<void, FreeDeleter> data;
+    size_t capacity = 0;
+  };
+  // A CUDA workspace's owner: the stream that orders its uses. NULL (under per-thread default
+  // streams) and cudaStreamPerThread name another stream on every thread, so they add the thread.
+  using StreamKey = std::tuple<int, void*, std::thread::id>;
+
+  size_t workspace_size(const attnrt_attention_desc& desc, bool backward, int num_threads);
+  void* cuda_workspace(const attnrt_attention_desc& desc, void* stream, size_t bytes);
+  // Runs `invoke(exec, error)`, the plugin's forward or backward, with a workspace of its own.
+  template <class Invoke>
+  void call(const char* what, const attnrt_attention_desc& desc, bool backward, int num_threads, void* stream,
+            Invoke&& invoke);
   [[noreturn]] void fail(const char* what, attnrt_status status, const char* message) const;
 
   std::shared_ptr<PluginLibrary> library_;
   attnrt_instance* instance_ = nullptr;
-  std::mutex workspace_mutex_;
-  struct FreeDeleter {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<void, FreeDeleter> workspace_;
-  size_t workspace_capacity_ = 0;
-  CudaBuffer cuda_workspace_;  // CUDA calls: grown like workspace_, on the call's device
-  size_t workspace_used_ = 0;
+  // Blocks not lent to a running CPU call: as many as calls ever overlapped, less those running.
+  std::mutex host_mutex_;
+  std::vector<HostBlock> free_host_blocks_;
+  // Held while a CUDA call enqueues its work: a call on the same stream must not replace (free)
+  // the block under it.
+  std::mutex cuda_mutex_;
+  std::map<StreamKey, CudaBuffer> cuda_workspaces_;
+  std::atomic<size_t> workspace_used_{0};
 };
 
 ATTNRT_API const char* status_name(attnrt_status status);

@@ -4,6 +4,10 @@
 // manifest (plugin.yaml or config.json) or a loose lib*.so (named by its own entry point).
 // Libraries are loaded lazily, once, and shared. Two plugins may share a name when their
 // manifests list different devices; otherwise the first directory's wins.
+//
+// Threads: the scan happens in the constructor; afterwards the records are immutable, and
+// every member may be called from several threads at once (load() opens each library once,
+// under a lock, whichever thread asks first).
 #pragma once
 
 #include <attnrt/runtime/export.hpp>
@@ -13,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +71,7 @@ class ATTNRT_API Registry {
   std::vector<std::filesystem::path> search_dirs_;
   std::vector<PluginRecord> plugins_;
   std::map<std::string, std::vector<size_t>> by_name_;
+  std::mutex load_mutex_;                                         // guards loaded_ once the scan is over
   std::map<std::string, std::shared_ptr<PluginLibrary>> loaded_;  // by canonical library path
   std::vector<std::string> scan_problems_;
 };

@@ -9,6 +9,10 @@
 // rules, installed, loadable, ABI, device, per-call support query); every rejection is logged
 // as a WARNING with its reason and the choice as INFO. With strict, any fallback is an error
 // that lists every reason. A feature of the call is never dropped to make a backend fit.
+//
+// Threads: resolve() and the const members may run on several threads at once. One Backend
+// (one plugin instance) per library serves every resolution that picks it: created by the
+// first, under a lock, and shared, its forward and backward callable concurrently (backend.hpp).
 #pragma once
 
 #include <attnrt/plugin_abi.h>
@@ -21,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -82,7 +87,8 @@ class ATTNRT_API Resolver {
   Deprecations deprecations_;
   std::vector<KnownIssueRule> rules_;
   DeviceInfo device_;
-  std::map<std::string, std::shared_ptr<Backend>> backends_;  // by library path
+  std::mutex backends_mutex_;
+  std::map<std::string, std::shared_ptr<Backend>> backends_;  // by library path, under backends_mutex_
 };
 
 }  // namespace attnrt

@@ -1,5 +1,12 @@
 // libattnrt's C++ entry point: assembles the configuration (built-in defaults < config files
 // < overrides), finds the plugins and the device, scans the attention sites, and resolves them.
+//
+// Threads (the C++ side of host_api.h's contract): a Runtime is immutable after its constructor
+// but for the registry's and the resolver's caches, which are guarded, so one Runtime may be
+// shared by any number of threads: resolver().resolve(), registry().find()/load() and every
+// const member may run concurrently, and so may forward and backward on the Backends resolved
+// (backend.hpp). Constructing Runtimes on several threads at once is safe; destroying one must
+// not overlap calls on it. Backends keep their plugin loaded and may outlive the Runtime.
 #pragma once
 
 #include <attnrt/runtime/config.hpp>
