@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   auto* check =
       app.add_subcommand("check",
                          "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
-                         "support query, bad arguments, threads, determinism (each check in a child process, under "
-                         "a time limit)");
+                         "support query, bad arguments, threads, determinism, leaks (each check in a child process, "
+                         "under a time limit)");
   check
       ->add_option("args", args.positional,
                    "PLUGIN (name, .so path, plugin directory or org/name) [CONFIG.yaml] [OVERRIDES...]")

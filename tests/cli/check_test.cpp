@@ -1,5 +1,5 @@
 // attnrt check: passes the shipped plugins, fails each deliberately broken one with a clear line
-// per failed check (the flawed/ fixtures: a slow path, a bf16 bias, a crash in one case),
+// per failed check (the flawed/ fixtures: a leak, a slow path, a bf16 bias, a crash in one case),
 // and survives a plugin that crashes.
 #include <attnrt/harness/conformance.hpp>
 
@@ -52,7 +52,7 @@ TEST(Check, ShippedPluginsPass) {
     const auto m = results(j);
     for (const char* name :
          {"load", "exports", "abi", "manifest", "create", "numerics/cpu/fp32", "numerics/cpu/bf16", "support-query",
-          "bad-arguments/null-q", "bad-arguments/wrong-device", "threads", "deterministic"}) {
+          "bad-arguments/null-q", "bad-arguments/wrong-device", "threads", "deterministic", "leaks"}) {
       ASSERT_TRUE(m.count(name)) << plugin << " lacks check " << name;
       EXPECT_EQ(m.at(name).rfind("PASS", 0), 0u) << plugin << " " << name << ": " << m.at(name);
     }
@@ -123,6 +123,14 @@ void expect_only_failure(const std::map<std::string, std::string>& m, const std:
   }
   ASSERT_TRUE(m.count(failing)) << failing;
   EXPECT_EQ(m.at(failing).rfind("FAIL: ", 0), 0u) << m.at(failing);
+}
+
+TEST(Check, LeakingPluginFailsTheLeakCheck) {
+  int rc = -1;
+  const auto m = results(check_json((fixtures() / "flawed/leaky").string(), &rc));
+  EXPECT_EQ(rc, 1);
+  expect_only_failure(m, "leaks");
+  EXPECT_TRUE(contains(m.at("leaks"), "memory grows with every call: +4.00 MiB per call")) << m.at("leaks");
 }
 
 TEST(Check, SlowPluginFailsItsCheckAfterTheDefaultLimit) {

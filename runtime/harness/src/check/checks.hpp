@@ -28,6 +28,10 @@ inline constexpr const char* kBadArgumentMistakes[] = {"null-q",     "null-data"
 std::string check_support_query(const std::filesystem::path& lib);
 std::string check_bad_argument(const std::filesystem::path& lib, const std::string& mistake);
 
+// leak_check.cpp: leaks (memory growth over repeated calls and instances); `eager` times the
+// same calls for the time limit.
+std::string check_leaks(const std::filesystem::path& lib, const std::filesystem::path& eager);
+
 // repeatability_checks.cpp: threads and deterministic.
 std::string check_threads(const std::filesystem::path& lib, int threads, const std::filesystem::path& eager);
 std::string check_deterministic(const std::filesystem::path& lib, const std::filesystem::path& eager);

@@ -63,7 +63,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
     for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "bad-arguments",
-                             "threads", "deterministic"}) {
+                             "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;
@@ -87,6 +87,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     }
     run("threads", [&] { return check_threads(lib, options.threads, eager); });
     run("deterministic", [&] { return check_deterministic(lib, eager); });
+    run("leaks", [&] { return check_leaks(lib, eager); });
   }
   if (caps.devices & ATTNRT_DEVICE_BIT_CUDA) {
     report.checks.push_back({"numerics/cuda", CheckResult::Status::kSkip,

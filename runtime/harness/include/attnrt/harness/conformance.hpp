@@ -8,9 +8,9 @@
 // 2x the runtime's eager plugin's in the same dtype, and no bias); support-query (unadvertised
 // features are refused with a reason, and forward refuses them too); bad-arguments/<mistake>
 // (errors, not crashes, straight through the C table); threads (concurrent calls agree bit for
-// bit with serial ones); deterministic (bit-identical repeats, when advertised). Every check has
-// a time limit derived from eager's time on the same calls (isolation.hpp, TimeLimit) unless one
-// is given.
+// bit with serial ones); deterministic (bit-identical repeats, when advertised); leaks (memory
+// does not grow over a few hundred calls). Every check has a time limit derived from eager's
+// time on the same calls (isolation.hpp, TimeLimit) unless one is given.
 #pragma once
 
 #include <attnrt/runtime/registry.hpp>
