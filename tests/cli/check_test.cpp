@@ -188,6 +188,23 @@ TEST(Check, TextOutputShowsSecondsAndTheLimit) {
       << r.output;
 }
 
+TEST(Check, ManifestNamingAMissingLibraryListsTheLibrariesThere) {
+  const std::filesystem::path dir = fixtures() / "broken/wrong_library";
+  int rc = -1;
+  const auto m = results(check_json(dir.string(), &rc));
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(m.at("load"), "FAIL: " + (dir / "libc_reference.so").string() + ": no such file (the .so files in " +
+                              dir.string() + ": libattnrt_c_reference.so)");
+  // Resolution says the same when a config names the folder.
+  const auto r = run_cli(
+      "resolve configs/examples/verl_ppo_eager.yaml "
+      "actor_rollout_ref.model.override_config.attn_implementation=" +
+      dir.string());
+  EXPECT_TRUE(contains(
+      r.output, "libc_reference.so: no such file (the .so files in " + dir.string() + ": libattnrt_c_reference.so)"))
+      << r.output;
+}
+
 TEST(Check, UnknownPluginIsOneClearError) {
   const auto r = run_cli("check no_such_plugin");
   EXPECT_EQ(r.exit_code, 1);
