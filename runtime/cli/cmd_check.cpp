@@ -1,4 +1,4 @@
-// attnrt check PLUGIN [--json] [--junit FILE]: the conformance kit (runtime/src/check).
+// attnrt check PLUGIN [--json] [--junit FILE] [--timeout S]: the conformance kit (runtime/harness/src/check).
 #include "commands.hpp"
 #include "options.hpp"
 #include "table.hpp"
@@ -36,17 +36,30 @@ int check_command(const CommonArgs& args) {
                      {"passed", report.passed()},
                      {"checks", nlohmann::json::array()}};
     for (const auto& c : report.checks) {
-      j["checks"].push_back(
-          {{"name", c.name}, {"result", status_word(c.status)}, {"detail", c.detail}, {"seconds", c.seconds}});
+      j["checks"].push_back({{"name", c.name},
+                             {"result", status_word(c.status)},
+                             {"detail", c.detail},
+                             {"seconds", c.seconds},
+                             {"limit_seconds", c.limit_seconds}});
     }
     std::puts(j.dump(2).c_str());
   } else {
     fmt::print("attnrt check {} ({})\n\n", report.plugin, report.library);
-    Table table({"CHECK", "RESULT", "DETAIL"});
-    for (const auto& c : report.checks) table.add({c.name, status_word(c.status), c.detail});
+    Table table({"CHECK", "RESULT", "SECONDS", "DETAIL"});
+    for (const auto& c : report.checks)
+      table.add(
+          {c.name, status_word(c.status), c.limit_seconds > 0 ? fmt::format("{:.2f}", c.seconds) : "-", c.detail});
     table.print();
     fmt::print("\n{} passed, {} failed, {} skipped\n", report.count(CheckResult::Status::kPass),
                report.count(CheckResult::Status::kFail), report.count(CheckResult::Status::kSkip));
+    if (options.timeout_seconds > 0) {
+      fmt::print("time limit per check: {:g} s (--timeout)\n", options.timeout_seconds);
+    } else {
+      fmt::print(
+          "time limit per check: {:g} s + {:g} x eager's time on the same calls, plus the check's time in the "
+          "kit's own code (--timeout S sets a fixed one)\n",
+          ConformanceOptions::kFloorSeconds, ConformanceOptions::kEagerFactor);
+    }
   }
   return report.passed() ? 0 : 1;
 }

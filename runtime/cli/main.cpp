@@ -73,14 +73,17 @@ int main(int argc, char** argv) {
   auto* check =
       app.add_subcommand("check",
                          "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
-                         "support query, bad arguments, threads, determinism (each check in a child process)");
+                         "support query, bad arguments, threads, determinism, leaks (each check in a child process, "
+                         "under a time limit)");
   check
       ->add_option("args", args.positional,
                    "PLUGIN (name, .so path, plugin directory or org/name) [CONFIG.yaml] [OVERRIDES...]")
       ->required();
   check->add_flag("--json", args.json, "Print JSON");
   check->add_option("--junit", args.junit, "Also write JUnit XML to this file");
-  check->add_option("--timeout", args.timeout, "Seconds per check before it counts as hung")
+  check
+      ->add_option("--timeout", args.timeout,
+                   "Seconds per check before it counts as hung (default: 5 s + 20 x eager's time on the same calls)")
       ->check(CLI::PositiveNumber);
 
   attnrt::cli::BenchArgs bench_args;

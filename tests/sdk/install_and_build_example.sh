@@ -14,9 +14,30 @@ cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 test -f "$prefix/lib/cmake/attnrt/attnrtConfig.cmake"
 test -f "$prefix/lib/pkgconfig/attnrt.pc"
 
-# Only the installed prefix: no path into the attnrt tree except the example's own sources.
-cmake -S "$src/sdk/examples/alibi_attention" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" > "$work/configure.log"
+# Only the installed prefix: no path into the attnrt tree except the example's own sources. And
+# the SDK needs DLPack alone: yaml-cpp (the runtime's) is hidden from CMake here.
+cmake -S "$src/sdk/examples/alibi_attention" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_yaml-cpp=ON > "$work/configure.log"
 cmake --build "$work/example" > "$work/build.log"
+
+# A host asks for the runtime, which brings yaml-cpp: found when it is there, a clear failure
+# when it is not.
+mkdir -p "$work/host"
+cat > "$work/host/CMakeLists.txt" << 'EOF_HOST'
+cmake_minimum_required(VERSION 3.22)
+project(host LANGUAGES CXX)
+find_package(attnrt CONFIG REQUIRED COMPONENTS runtime)
+if(NOT TARGET attnrt::runtime)
+  message(FATAL_ERROR "find_package(attnrt COMPONENTS runtime) gave no attnrt::runtime")
+endif()
+EOF_HOST
+cmake -S "$work/host" -B "$work/host/with" -DCMAKE_PREFIX_PATH="$prefix" > "$work/host_with.log"
+if cmake -S "$work/host" -B "$work/host/without" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_yaml-cpp=ON > "$work/host_without.log" 2>&1; then
+  echo "COMPONENTS runtime configured without yaml-cpp"
+  exit 1
+fi
+grep -q "yaml-cpp" "$work/host_without.log"
 mkdir -p "$work/plugins"
 cp -r "$work/example/alibi_attention" "$work/plugins/"
 

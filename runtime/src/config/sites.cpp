@@ -1,10 +1,12 @@
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/resolver.hpp>
 #include <attnrt/runtime/sites.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 namespace attnrt {
 namespace {
@@ -104,12 +106,28 @@ struct Scanner {
   }
 };
 
+// A relative path value names a plugin beside the config file that wrote it, as plugin_dirs and
+// workload.file do, so that a config finds its plugin from any working directory; made absolute
+// here, it stays a path by the value rule. A path given on the command line (an override) is the
+// shell's: relative to the working directory, left as it is.
+std::string anchor_path(const std::string& value, const Origin& origin) {
+  if (value.empty() || value.front() == '/' || value.front() == '~') return value;
+  if (classify_value(value).form != ValueForm::kPath) return value;
+  if (!origin.override.empty() || origin.file.empty() || origin.file.front() == '<') return value;
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(origin.file).parent_path());
+  return (dir / value).lexically_normal().string();
+}
+
 }  // namespace
 
 SiteScan find_sites(const Config& config, const Deprecations& deprecations, const std::string& default_implementation) {
   Scanner s{config, deprecations, default_implementation, {}, {kImplementationKey, kOverrideConfigKey}};
   for (const auto& [key, dep] : deprecations.keys) s.known_keys.push_back(key);
   s.visit(config.root(), "", "");
+  for (Site& site : s.scan.sites) {
+    // An implicit site's value is attnrt.default_implementation, from wherever that was set.
+    site.value = anchor_path(site.value, site.implicit ? config.origin("attnrt.default_implementation") : site.origin);
+  }
   return s.scan;
 }
 

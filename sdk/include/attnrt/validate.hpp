@@ -38,8 +38,11 @@ inline std::string dl_dtype_name(DLDataType t) {
                      : t.code == kDLInt    ? "int"
                      : t.code == kDLUInt   ? "uint"
                                            : "code?";
-  std::string s = base + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
+  // Appended, not `base + std::to_string(...)`: GCC 12 warns falsely (-Wrestrict, GCC bug
+  // 105329) on a literal + std::string&& at -O3, and plugins build this header with -Werror.
+  std::string s = base;
+  s += std::to_string(t.bits);
+  if (t.lanes != 1) (s += 'x') += std::to_string(t.lanes);
   return s;
 }
 
@@ -70,8 +73,9 @@ inline void check_tensor(const char* name, const DLTensor* t, const std::vector<
   const std::string n = name;
   if (t == nullptr) invalid(n + ": required tensor is NULL");
   if (t->ndim != static_cast<int32_t>(dims.size()) || t->shape == nullptr) {
-    invalid(n + ": expected " + std::to_string(dims.size()) + " dimensions " + shape_string(dims) + ", got " +
-            std::to_string(t->ndim) + (t->shape ? " " + shape_string(*t) : ""));
+    std::string got = std::to_string(t->ndim);
+    if (t->shape) (got += ' ') += shape_string(*t);
+    invalid(n + ": expected " + std::to_string(dims.size()) + " dimensions " + shape_string(dims) + ", got " + got);
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (t->shape[i] < 0 || (dims[i] >= 0 && t->shape[i] != dims[i])) {

@@ -32,6 +32,7 @@ std::string check_support_query(const std::filesystem::path& lib) {
   }
   std::vector<std::string> failures, refused;
   auto probe = [&](const std::string& name, Workload& w) {
+    report_case(name + ": support query, then forward");
     const std::string why = raw.unsupported(w.desc);
     if (why.empty()) {
       failures.push_back(name + ": not advertised, but the support query accepts it");

@@ -59,6 +59,7 @@ std::string check_unknown_extensions(const std::filesystem::path& lib) {
     return raw.forward(w.desc, fa, ws, err);
   };
   sdk::MessageBuffer base_err;
+  report_case("the call without a block: forward");
   if (run_forward(base_err) != ATTNRT_OK) throw CheckFailed(std::string("the base call failed: ") + base_err.text());
   const HostTensor plain_out = w.out;
   const HostTensor plain_lse = w.lse;
@@ -68,6 +69,7 @@ std::string check_unknown_extensions(const std::filesystem::path& lib) {
   w.desc.extensions = &block;
 
   // Required: refused by supports() with a reason that names the type, and by forward.
+  report_case("a required unknown block: support query, then forward");
   sdk::MessageBuffer reason;
   const attnrt_status required = raw.api().supports(raw.inst, &w.desc, reason.get());
   std::string refusal = reason.text();
@@ -90,6 +92,7 @@ std::string check_unknown_extensions(const std::filesystem::path& lib) {
 
   // Optional: accepted, and the same bits as without it.
   block.flags = ATTNRT_EXTENSION_OPTIONAL;
+  report_case("an optional unknown block: support query, then forward");
   if (const std::string why = raw.unsupported(w.desc); !why.empty()) {
     failures.push_back("supports() refused an optional block of unknown type (a hint it may ignore): " + why);
   } else {

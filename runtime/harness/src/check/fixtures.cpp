@@ -12,15 +12,20 @@ namespace attnrt::check {
 const std::vector<Feature>& features() {
   static const std::vector<Feature> f = {
       {"gqa", ATTNRT_FEATURE_GQA, [](WorkloadSpec& s) { s.heads_kv = 2; }},
-      {"causal", ATTNRT_FEATURE_CAUSAL, [](WorkloadSpec& s) { s.causal = true; }},
+      {"causal", ATTNRT_FEATURE_CAUSAL, [](WorkloadSpec& s) { s.causal = true; },
+       [](attnrt_attention_desc& d) { d.causal = 0; }},
       {"window", ATTNRT_FEATURE_SLIDING_WINDOW,
        [](WorkloadSpec& s) {
          s.window_left = 12;
          s.window_right = 4;
-       }},
-      {"softcap", ATTNRT_FEATURE_SOFTCAP, [](WorkloadSpec& s) { s.softcap = 1.5f; }},
-      {"sinks", ATTNRT_FEATURE_SINKS, [](WorkloadSpec& s) { s.sinks = true; }},
-      {"alibi", ATTNRT_FEATURE_ALIBI, [](WorkloadSpec& s) { s.alibi = true; }},
+       },
+       [](attnrt_attention_desc& d) { d.window_left = d.window_right = -1; }},
+      {"softcap", ATTNRT_FEATURE_SOFTCAP, [](WorkloadSpec& s) { s.softcap = 1.5f; },
+       [](attnrt_attention_desc& d) { d.softcap = 0.0f; }},
+      {"sinks", ATTNRT_FEATURE_SINKS, [](WorkloadSpec& s) { s.sinks = true; },
+       [](attnrt_attention_desc& d) { d.has_sinks = 0; }},
+      {"alibi", ATTNRT_FEATURE_ALIBI, [](WorkloadSpec& s) { s.alibi = true; },
+       [](attnrt_attention_desc& d) { d.has_alibi = 0; }},
       {"varlen", ATTNRT_FEATURE_VARLEN,
        [](WorkloadSpec& s) {
          s.seqlens_q = {7, 0, 33};
@@ -86,15 +91,52 @@ std::string RawPlugin::unsupported(const attnrt_attention_desc& d) const {
   return !why.empty() ? why.text() : std::string("(no reason given, status ") + status_name(s) + ")";
 }
 
-attnrt_status RawPlugin::forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, std::vector<char>& ws,
-                                 sdk::MessageBuffer& err) const {
+attnrt_exec RawPlugin::exec_for(const attnrt_attention_desc& d, bool backward, std::vector<char>& ws) const {
   size_t bytes = 0;
   sdk::MessageBuffer e;
-  if (api().workspace_size(inst, &d, 0, 1, &bytes, e.get()) != ATTNRT_OK) bytes = 1 << 20;
-  ws.assign(bytes + 256, 0);
+  if (api().workspace_size(inst, &d, backward ? 1 : 0, 1, &bytes, e.get()) != ATTNRT_OK) bytes = 1 << 20;
+  ws.assign(bytes + 256, 0);  // keeps its capacity: repeated calls allocate nothing here
   void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.data()) + 255) / 256 * 256);
-  attnrt_exec exec{sizeof exec, nullptr, bytes ? aligned : nullptr, bytes, 1};
+  return attnrt_exec{sizeof(attnrt_exec), nullptr, bytes ? aligned : nullptr, bytes, 1};
+}
+
+attnrt_status RawPlugin::forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, std::vector<char>& ws,
+                                 sdk::MessageBuffer& err) const {
+  const attnrt_exec exec = exec_for(d, false, ws);
   return api().forward(inst, &d, &a, &exec, err.get());
+}
+
+attnrt_status RawPlugin::backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, std::vector<char>& ws,
+                                  sdk::MessageBuffer& err) const {
+  if (!api().backward) {
+    sdk::write_message(err.get(), "the plugin has no backward entry");
+    return ATTNRT_ERROR_UNSUPPORTED;
+  }
+  const attnrt_exec exec = exec_for(d, true, ws);
+  return api().backward(inst, &d, &a, &exec, err.get());
+}
+
+void report_eager_time_for(const std::filesystem::path& eager, Workload& w, bool backward, int calls) {
+  if (eager.empty()) return;
+  constexpr int kTimed = 3;
+  try {
+    RawPlugin baseline(eager);
+    if (!baseline.unsupported(w.desc).empty()) return;
+    std::vector<char> ws, ws_bwd;
+    sdk::MessageBuffer err;
+    const attnrt_forward_args fa = w.forward_args();
+    const attnrt_backward_args ba = w.backward_args();
+    const double t = seconds_of([&] {
+      for (int i = 0; i < kTimed; ++i) {
+        baseline.forward(w.desc, fa, ws, err);
+        if (backward) baseline.backward(w.desc, ba, ws_bwd, err);
+      }
+    });
+    report_kit_time(t);
+    report_eager_time(t / kTimed * calls);
+  } catch (const std::exception&) {
+    // No eager to time: the check runs under the limit's floor alone.
+  }
 }
 
 }  // namespace attnrt::check

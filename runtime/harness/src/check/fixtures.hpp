@@ -15,11 +15,14 @@
 
 namespace attnrt::check {
 
-// One feature a plugin may advertise, and how to turn it on in a workload.
+// One feature a plugin may advertise, how to turn it on in a workload, and, for features that
+// live in the descriptor alone, how to turn it off again on the same tensors (nullptr for GQA,
+// varlen, paged, head_dim_v: their tensors differ): what a plugin that ignores it computes.
 struct Feature {
   const char* name;
   uint64_t bit;
   void (*enable)(WorkloadSpec&);
+  void (*disable)(attnrt_attention_desc&) = nullptr;
 };
 
 const std::vector<Feature>& features();
@@ -47,9 +50,21 @@ struct RawPlugin {
   const attnrt_plugin_api& api() const { return lib->api(); }
   // "" when supports() accepts d, else its reason.
   std::string unsupported(const attnrt_attention_desc& d) const;
-  // One forward call on one thread, with a workspace of the size the plugin asks for in `ws`.
+  // One forward (backward) call on one thread, with a workspace of the size the plugin asks for
+  // in `ws`.
   attnrt_status forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, std::vector<char>& ws,
                         sdk::MessageBuffer& err) const;
+  attnrt_status backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, std::vector<char>& ws,
+                         sdk::MessageBuffer& err) const;
+
+ private:
+  attnrt_exec exec_for(const attnrt_attention_desc& d, bool backward, std::vector<char>& ws) const;
 };
+
+// Times the runtime's eager plugin (library `eager`) on a few calls like w's (forward, and
+// backward when `backward`) and reports its time for `calls` of them (report_eager_time) and the
+// timing itself as kit time: what a check's derived time limit is made of. Nothing when `eager`
+// is empty, does not load, or refuses the call.
+void report_eager_time_for(const std::filesystem::path& eager, Workload& w, bool backward, int calls);
 
 }  // namespace attnrt::check

@@ -17,7 +17,7 @@ namespace attnrt::check {
 
 // N threads call forward at once on the same inputs with their own outputs and workspaces;
 // every result must equal the serial one bit for bit.
-std::string check_threads(const std::filesystem::path& lib, int threads) {
+std::string check_threads(const std::filesystem::path& lib, int threads, const std::filesystem::path& eager) {
   RawPlugin raw(lib);
   const attnrt_capabilities& caps = raw.lib->capabilities();
   WorkloadSpec spec = base_spec(caps, first_dtype(caps));
@@ -25,7 +25,9 @@ std::string check_threads(const std::filesystem::path& lib, int threads) {
   spec.seqlen_q = spec.seqlen_k = 96;
   Workload w = cpu_workload(spec, caps);
   if (!raw.unsupported(w.desc).empty()) throw CheckSkipped("the plugin refuses the base call");
+  report_eager_time_for(eager, w, false, 1 + 3 * threads);
   attnrt_forward_args serial_args = w.forward_args();
+  report_case("the serial call");
   std::vector<char> ws;
   sdk::MessageBuffer err;
   if (raw.forward(w.desc, serial_args, ws, err) != ATTNRT_OK)
@@ -33,6 +35,7 @@ std::string check_threads(const std::filesystem::path& lib, int threads) {
   std::vector<HostTensor> outs(threads, w.out), lses(threads, w.lse);
   std::vector<std::string> errors(threads);
   std::vector<std::thread> pool;
+  report_case(fmt::format("{} threads x 3 calls at once", threads));
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       attnrt_forward_args a = serial_args;
@@ -56,7 +59,7 @@ std::string check_threads(const std::filesystem::path& lib, int threads) {
 }
 
 // Repeats with desc.deterministic = 1 are bit-identical (forward, backward).
-std::string check_deterministic(const std::filesystem::path& lib) {
+std::string check_deterministic(const std::filesystem::path& lib, const std::filesystem::path& eager) {
   Backend backend(PluginLibrary::open(lib));
   const attnrt_capabilities& caps = backend.library().capabilities();
   if (!(caps.features & ATTNRT_FEATURE_DETERMINISTIC)) throw CheckSkipped("not advertised");
@@ -65,13 +68,16 @@ std::string check_deterministic(const std::filesystem::path& lib) {
   if (caps.features & ATTNRT_FEATURE_GQA) spec.heads_kv = 2;
   Workload w = cpu_workload(spec, caps);
   w.desc.deterministic = 1;
+  report_eager_time_for(eager, w, spec.backward, 3);
   attnrt_forward_args fa = w.forward_args();
   std::vector<HostTensor> first;
   for (int rep = 0; rep < 3; ++rep) {
+    report_case(fmt::format("repeat {} of 3: forward", rep + 1));
     backend.forward(w.desc, fa, rep == 0 ? 1 : 0);
     std::vector<HostTensor> now = {w.out};
     if (spec.backward) {
       attnrt_backward_args ba = w.backward_args();
+      report_case(fmt::format("repeat {} of 3: backward", rep + 1));
       backend.backward(w.desc, ba, rep == 0 ? 1 : 0);
       now.insert(now.end(), {w.dq, w.dk, w.dv});
     }

@@ -31,6 +31,17 @@ PluginRecord record_for(const std::string& plugin, Registry& registry) {
   throw Error("no plugin named '" + plugin + "' (give a name, a .so path, a plugin directory or org/name)");
 }
 
+// The runtime's own eager plugin (the folder next to libattnrt), else whatever `eager` the
+// search path holds: the numerics checks' baseline and the time limits' yardstick. Empty when
+// there is none.
+std::filesystem::path eager_library(Registry& registry) {
+  Registry builtin({Registry::builtin_plugin_dir()});
+  for (Registry* r : {&builtin, &registry}) {
+    if (const PluginRecord* record = r->find("eager", "cpu")) return record->library;
+  }
+  return {};
+}
+
 }  // namespace
 
 ConformanceReport run_conformance(const std::string& plugin, Registry& registry, const ConformanceOptions& options) {
@@ -40,8 +51,11 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   ConformanceReport report;
   report.plugin = plugin;
   report.library = lib.string();
+  const std::filesystem::path eager = eager_library(registry);
+  TimeLimit limit;
+  limit.fixed_seconds = options.timeout_seconds;
   auto run = [&](const std::string& name, const std::function<std::string()>& body) {
-    report.checks.push_back(run_isolated(name, body, options.timeout_seconds));
+    report.checks.push_back(run_isolated(name, body, limit));
     return report.checks.back().status != CheckResult::Status::kFail;
   };
 
@@ -49,7 +63,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
     for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "bad-arguments",
-                             "threads", "deterministic"}) {
+                             "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;
@@ -64,15 +78,16 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     for (uint32_t bit : kDtypeBits) {
       if (!(caps.dtypes & bit)) continue;
       const attnrt_dtype dt = dtype_of_bit(bit);
-      run(std::string("numerics/cpu/") + sdk::dtype_name(dt), [&] { return check_numerics(lib, dt); });
+      run(std::string("numerics/cpu/") + sdk::dtype_name(dt), [&] { return check_numerics(lib, dt, eager); });
     }
     run("support-query", [&] { return check_support_query(lib); });
     run("extensions", [&] { return check_unknown_extensions(lib); });
     for (const char* mistake : kBadArgumentMistakes) {
       run(std::string("bad-arguments/") + mistake, [&] { return check_bad_argument(lib, mistake); });
     }
-    run("threads", [&] { return check_threads(lib, options.threads); });
-    run("deterministic", [&] { return check_deterministic(lib); });
+    run("threads", [&] { return check_threads(lib, options.threads, eager); });
+    run("deterministic", [&] { return check_deterministic(lib, eager); });
+    run("leaks", [&] { return check_leaks(lib, eager); });
   }
   if (caps.devices & ATTNRT_DEVICE_BIT_CUDA) {
     report.checks.push_back({"numerics/cuda", CheckResult::Status::kSkip,

@@ -5,7 +5,9 @@
 //  - deprecated keys in place of `attn_implementation` (`use_flash_attention`,
 //    `attention_backend`, ...), rewritten with a deprecation warning.
 // Each site is resolved on its own. Keys that look like misspellings of these get a "did you
-// mean" warning with their file:line:column.
+// mean" warning with their file:line:column. A relative path value (`./my_plugin`,
+// `../build/lib/attnrt/plugins/sdpa`, `libx.so`) set in a config file is relative to that file's
+// folder; one set by a command-line override, to the working directory.
 #pragma once
 
 #include <attnrt/runtime/config.hpp>
@@ -20,7 +22,8 @@ namespace attnrt {
 struct Site {
   std::string name;      // "actor_rollout_ref.model", or "attn_implementation" at top level
   std::string key_path;  // dotted path of the key that set the value ("" when implicit)
-  std::string value;     // as written (after deprecated-key rewriting)
+  std::string value;     // as written (after deprecated-key rewriting); a relative path from a
+                         // config file made absolute against that file's folder
   Origin origin;
   bool implicit = false;  // no key set: default_implementation applies
 };

@@ -4,11 +4,13 @@
 //
 // Checks: load; exports (exactly attnrt_plugin_entry); abi (versions, struct sizes, table);
 // manifest (valid, matches the library); create; numerics/<device>/<dtype> (every advertised
-// feature, forward, LSE and backward when advertised, against the fp64 reference);
-// support-query (unadvertised features are refused with a reason, and forward refuses them
-// too); bad-arguments/<mistake> (errors, not crashes, straight through the C table);
-// threads (concurrent calls agree bit for bit with serial ones); deterministic (bit-identical
-// repeats, when advertised).
+// feature, forward, LSE and backward when advertised: error against the fp64 reference at most
+// 2x the runtime's eager plugin's in the same dtype, and no bias); support-query (unadvertised
+// features are refused with a reason, and forward refuses them too); bad-arguments/<mistake>
+// (errors, not crashes, straight through the C table); threads (concurrent calls agree bit for
+// bit with serial ones); deterministic (bit-identical repeats, when advertised); leaks (memory
+// does not grow over a few hundred calls). Every check has a time limit derived from eager's
+// time on the same calls (isolation.hpp, TimeLimit) unless one is given.
 #pragma once
 
 #include <attnrt/runtime/registry.hpp>
@@ -24,6 +26,7 @@ struct CheckResult {
   Status status = Status::kPass;
   std::string detail;
   double seconds = 0;
+  double limit_seconds = 0;  // the time limit it ran under (0: it ran in no child of its own)
 };
 
 struct ConformanceReport {
@@ -35,8 +38,13 @@ struct ConformanceReport {
 };
 
 struct ConformanceOptions {
-  int threads = 4;               // for the concurrency check
-  double timeout_seconds = 300;  // per check
+  // The default limit of each check: kFloorSeconds + kEagerFactor x the runtime's eager plugin's
+  // time on the calls the check makes of the plugin, plus the check's time in the kit's own code.
+  static constexpr double kFloorSeconds = 5;
+  static constexpr double kEagerFactor = 20;
+
+  int threads = 4;             // for the concurrency check
+  double timeout_seconds = 0;  // per check; 0: the default above
 };
 
 // `plugin`: a registered name or alias, a .so path, a plugin directory, or org/name. Throws
