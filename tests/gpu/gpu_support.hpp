@@ -81,10 +81,8 @@ inline Workload gpu_workload(const Gpu& gpu, const WorkloadSpec& spec) {
   return w;
 }
 
-// Runs `backend` forward and backward on w (fresh device copies, poisoned outputs) and returns
-// its max errors against the fp64 reference.
-inline Errors run(Backend& backend, Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
-  DeviceWorkload dw(w, w.desc.device);
+// The forward on w's device copies in dw (outputs poisoned first): its errors in out and lse.
+inline Errors forward_errors(Backend& backend, Workload& w, DeviceWorkload& dw, const ReferenceForward& ref) {
   attnrt_forward_args fa = dw.forward_args();
   dw.poison_forward_outputs();
   backend.forward(w.desc, fa, 0);
@@ -92,6 +90,14 @@ inline Errors run(Backend& backend, Workload& w, const ReferenceForward& ref, co
   Errors e;
   e.out = max_abs_error(*w.out.dl(), ref.out);
   e.lse = max_abs_error(*w.lse.dl(), ref.lse);
+  return e;
+}
+
+// Runs `backend` forward and backward on w (fresh device copies, poisoned outputs) and returns
+// its max errors against the fp64 reference.
+inline Errors run(Backend& backend, Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
+  DeviceWorkload dw(w, w.desc.device);
+  Errors e = forward_errors(backend, w, dw, ref);
   attnrt_backward_args ba = dw.backward_args();
   dw.poison_backward_outputs();
   backend.backward(w.desc, ba, 0);
@@ -103,17 +109,10 @@ inline Errors run(Backend& backend, Workload& w, const ReferenceForward& ref, co
   return e;
 }
 
-// The forward alone: its errors in out and lse.
+// The forward alone, on fresh device copies.
 inline Errors run_forward(Backend& backend, Workload& w, const ReferenceForward& ref) {
   DeviceWorkload dw(w, w.desc.device);
-  attnrt_forward_args fa = dw.forward_args();
-  dw.poison_forward_outputs();
-  backend.forward(w.desc, fa, 0);
-  dw.download_forward_outputs();
-  Errors e;
-  e.out = max_abs_error(*w.out.dl(), ref.out);
-  e.lse = max_abs_error(*w.lse.dl(), ref.lse);
-  return e;
+  return forward_errors(backend, w, dw, ref);
 }
 
 // Sets an environment variable for a scope (nullptr: unset), restoring the previous value.

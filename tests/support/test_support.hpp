@@ -22,11 +22,13 @@ inline std::filesystem::path fixtures() { return ATTNRT_TEST_FIXTURES; }
 inline std::filesystem::path plugins_dir() { return ATTNRT_TEST_PLUGINS; }
 inline std::filesystem::path source_dir() { return ATTNRT_SOURCE_DIR; }
 
-// Why flash_attention_2 cannot run on the CPU in this build: the CUDA plugin exists (and says
-// the CPU is not its device) when nvcc was found at configure time, else it is not installed.
-inline std::string fa2_reason_on_cpu() {
-  return std::filesystem::exists(plugins_dir() / "flash_attention_2") ? "device cpu is not supported" : "not installed";
+// Why a CUDA plugin cannot run on the CPU in this build: it exists (and says the CPU is not its
+// device) when its toolchain was found at configure time (nvcc; CUTLASS for flash_attention_3),
+// else it is not installed.
+inline std::string cuda_plugin_reason_on_cpu(const std::string& name) {
+  return std::filesystem::exists(plugins_dir() / name) ? "device cpu is not supported" : "not installed";
 }
+inline std::string fa2_reason_on_cpu() { return cuda_plugin_reason_on_cpu("flash_attention_2"); }
 
 // A backend for one of the built-in plugins ("eager", "sdpa").
 inline std::shared_ptr<Backend> builtin_backend(const std::string& name) {
