@@ -78,6 +78,10 @@ def test_kwargs_are_mapped_or_refused():
     out, weights = attnrt.hf.attention_forward(Module(), q, k, v, None, scaling=0.3, is_causal=True,
                                                sliding_window=3, softcap=5.0, position_ids=None)
     assert out.shape == (1, 5, 2, 8) and weights is None
+    # sliding_window W is W visible keys (window_left W - 1): with W = 1 each query sees only its
+    # own key, so the output is v itself.
+    one, _ = attnrt.hf.attention_forward(Module(), q, k, v, None, is_causal=True, sliding_window=1)
+    assert (one - v.transpose(1, 2)).abs().max().item() < 1e-6
     with pytest.raises(TypeError, match="unknown keyword argument 'no_such_kwarg'"):
         attnrt.hf.attention_forward(Module(), q, k, v, None, no_such_kwarg=1)
     with pytest.raises(attnrt.UnsupportedError, match="dropout"):
