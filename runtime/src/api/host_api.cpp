@@ -149,4 +149,41 @@ attnrt_status attnrt_backend_backward(attnrt_backend_handle* backend, const attn
   return guard(error, [&] { backend->backend->backward(*desc, *args, num_threads, stream); });
 }
 
+const char* attnrt_status_string(attnrt_status status) { return attnrt::status_name(status); }
+
+attnrt_status attnrt_backend_workspace_size(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                            int32_t is_backward, int32_t num_threads, size_t* bytes,
+                                            attnrt_message* error) {
+  if (!backend || !desc || !bytes) {
+    return null_argument(error, "attnrt_backend_workspace_size", !backend ? "backend" : !desc ? "desc" : "bytes");
+  }
+  return guard(error, [&] { *bytes = backend->backend->required_workspace(*desc, is_backward != 0, num_threads); });
+}
+
+attnrt_status attnrt_backend_forward_with_workspace(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                                    const attnrt_forward_args* args, const attnrt_exec* exec,
+                                                    attnrt_message* error) {
+  if (!backend || !desc || !args || !exec) {
+    return null_argument(error, "attnrt_backend_forward_with_workspace",
+                         !backend ? "backend"
+                         : !desc  ? "desc"
+                         : !args  ? "args"
+                                  : "exec");
+  }
+  return guard(error, [&] { backend->backend->forward(*desc, *args, *exec); });
+}
+
+attnrt_status attnrt_backend_backward_with_workspace(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                                     const attnrt_backward_args* args, const attnrt_exec* exec,
+                                                     attnrt_message* error) {
+  if (!backend || !desc || !args || !exec) {
+    return null_argument(error, "attnrt_backend_backward_with_workspace",
+                         !backend ? "backend"
+                         : !desc  ? "desc"
+                         : !args  ? "args"
+                                  : "exec");
+  }
+  return guard(error, [&] { backend->backend->backward(*desc, *args, *exec); });
+}
+
 }  // extern "C"

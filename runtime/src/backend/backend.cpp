@@ -159,8 +159,7 @@ void Backend::call(const char* what, const attnrt_attention_desc& desc, bool bac
   if (status != ATTNRT_OK) fail(what, status, err.text());
 }
 
-void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads,
-                      void* stream) {
+void Backend::check_forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args) const {
   try {
     sdk::check_forward(desc, args);
   } catch (const sdk::Error& e) {
@@ -169,13 +168,9 @@ void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_ar
   if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": forward: " + why);
   }
-  call("forward", desc, false, num_threads, stream, [&](const attnrt_exec& exec, attnrt_message* error) {
-    return library_->api().forward(instance_, &desc, &args, &exec, error);
-  });
 }
 
-void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads,
-                       void* stream) {
+void Backend::check_backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args) const {
   if (!has_backward()) throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": the plugin implements no backward");
   try {
     sdk::check_backward(desc, args);
@@ -185,9 +180,66 @@ void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_
   if (std::string why = abi_gate_reason(desc, library_->api().abi_minor); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": backward: " + why);
   }
+}
+
+void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, int num_threads,
+                      void* stream) {
+  check_forward(desc, args);
+  call("forward", desc, false, num_threads, stream, [&](const attnrt_exec& exec, attnrt_message* error) {
+    return library_->api().forward(instance_, &desc, &args, &exec, error);
+  });
+}
+
+void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, int num_threads,
+                       void* stream) {
+  check_backward(desc, args);
   call("backward", desc, true, num_threads, stream, [&](const attnrt_exec& exec, attnrt_message* error) {
     return library_->api().backward(instance_, &desc, &args, &exec, error);
   });
+}
+
+size_t Backend::required_workspace(const attnrt_attention_desc& desc, bool backward, int num_threads) {
+  if (backward && !has_backward()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": the plugin implements no backward");
+  }
+  return workspace_size(desc, backward, num_threads);
+}
+
+attnrt_exec Backend::caller_exec(const char* what, const attnrt_attention_desc& desc, bool backward,
+                                 const attnrt_exec& exec) {
+  if (exec.struct_size < ATTNRT_EXEC_SIZE_V1_0) {
+    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}: exec.struct_size {} < {} (attnrt_exec of ABI 1.0)",
+                                                           name(), what, exec.struct_size, ATTNRT_EXEC_SIZE_V1_0));
+  }
+  const size_t needed = workspace_size(desc, backward, exec.num_threads);
+  if (exec.workspace_size < needed || (needed > 0 && exec.workspace == nullptr)) {
+    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT,
+                fmt::format("{}: {}: exec.workspace_size {} bytes{} < the {} bytes this call needs "
+                            "(attnrt_backend_workspace_size)",
+                            name(), what, exec.workspace_size, exec.workspace ? "" : " (workspace NULL)", needed));
+  }
+  if (reinterpret_cast<uintptr_t>(exec.workspace) % 256 != 0) {
+    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT,
+                fmt::format("{}: {}: exec.workspace {} is not aligned to 256 bytes", name(), what, exec.workspace));
+  }
+  // The plugin sees this host's attnrt_exec, whatever size the caller's was.
+  return attnrt_exec{sizeof(attnrt_exec), exec.stream, exec.workspace, exec.workspace_size, exec.num_threads};
+}
+
+void Backend::forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, const attnrt_exec& exec) {
+  check_forward(desc, args);
+  const attnrt_exec e = caller_exec("forward", desc, false, exec);
+  MessageBuffer err;
+  const attnrt_status status = library_->api().forward(instance_, &desc, &args, &e, err.get());
+  if (status != ATTNRT_OK) fail("forward", status, err.text());
+}
+
+void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, const attnrt_exec& exec) {
+  check_backward(desc, args);
+  const attnrt_exec e = caller_exec("backward", desc, true, exec);
+  MessageBuffer err;
+  const attnrt_status status = library_->api().backward(instance_, &desc, &args, &e, err.get());
+  if (status != ATTNRT_OK) fail("backward", status, err.text());
 }
 
 }  // namespace attnrt

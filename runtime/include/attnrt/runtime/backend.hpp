@@ -54,6 +54,15 @@ class ATTNRT_API Backend {
                 void* stream = nullptr);
   size_t workspace_bytes() const { return workspace_used_.load(std::memory_order_relaxed); }
 
+  // For a framework that owns scratch memory (host_api.h, issue 18): the bytes forward
+  // (backward false) or backward needs for desc with num_threads, and calls that use the
+  // caller's exec (stream, workspace on desc.device aligned to 256 bytes and at least that large,
+  // num_threads) as they are. Nothing is allocated, synchronised or logged on their path; a
+  // workspace too small or misaligned is ATTNRT_ERROR_INVALID_ARGUMENT naming exec's field.
+  size_t required_workspace(const attnrt_attention_desc& desc, bool backward, int num_threads);
+  void forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, const attnrt_exec& exec);
+  void backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, const attnrt_exec& exec);
+
  private:
   class HostWorkspace;  // a CPU call's borrowed block (backend.cpp)
   struct FreeDeleter {
@@ -68,6 +77,10 @@ class ATTNRT_API Backend {
   using StreamKey = std::tuple<int, void*, std::thread::id>;
 
   size_t workspace_size(const attnrt_attention_desc& desc, bool backward, int num_threads);
+  void check_forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args) const;
+  void check_backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args) const;
+  // The caller's exec, checked against what the plugin asks for, as the plugin gets it.
+  attnrt_exec caller_exec(const char* what, const attnrt_attention_desc& desc, bool backward, const attnrt_exec& exec);
   void* cuda_workspace(const attnrt_attention_desc& desc, void* stream, size_t bytes);
   // Runs `invoke(exec, error)`, the plugin's forward or backward, with a workspace of its own.
   template <class Invoke>

@@ -1,0 +1,54 @@
+"""attnrt from Python: resolve an attention implementation and call it on DLPack tensors.
+
+The core (this module) depends on no framework: tensors are any object with ``__dlpack__``
+(PyTorch, JAX, CuPy, NumPy >= 1.22 on the CPU). Layout and dtypes are the plugin ABI's
+(sdk/include/attnrt/plugin_abi.h): q [batch, seqlen_q, heads_q, head_dim], k/v
+[batch, seqlen_k, heads_kv, head_dim(_v)], out like q, lse [batch, heads_q, seqlen_q] float32;
+the last dimension contiguous. ``attnrt.torch`` wraps this as PyTorch custom ops.
+
+Errors are :class:`Error` subclasses named after the host API's statuses
+(:class:`InvalidArgumentError` is a ValueError, :class:`UnsupportedError` a NotImplementedError,
+:class:`OutOfMemoryError` a MemoryError); ``err.status`` holds the attnrt_status value.
+"""
+from ._attnrt import (  # noqa: F401
+    ABI_VERSION,
+    Backend,
+    Desc,
+    DeviceError,
+    DType,
+    Error,
+    InternalError,
+    InvalidArgumentError,
+    OutOfMemoryError,
+    Runtime,
+    UnsupportedError,
+    status_string,
+)
+
+__all__ = [
+    "ABI_VERSION",
+    "Backend",
+    "Desc",
+    "DeviceError",
+    "DType",
+    "Error",
+    "InternalError",
+    "InvalidArgumentError",
+    "OutOfMemoryError",
+    "Runtime",
+    "UnsupportedError",
+    "dlpack",
+    "status_string",
+]
+
+_DL_CPU = 1
+
+
+def dlpack(tensor, stream=None):
+    """The DLPack capsule of ``tensor`` for a call on ``stream`` (an integer handle: a
+    cudaStream_t; None or 0 on the CPU). The producer orders the tensor's pending work before
+    ``stream`` (the array API's rule), so attnrt never assumes a default stream."""
+    device_type, _ = tensor.__dlpack_device__()
+    if device_type == _DL_CPU or stream is None:
+        return tensor.__dlpack__()
+    return tensor.__dlpack__(stream=stream)

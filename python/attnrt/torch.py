@@ -1,0 +1,190 @@
+"""attnrt's plugins as PyTorch operators: ``torch.ops.attnrt.forward`` / ``backward``.
+
+Both are ``torch.library.custom_op`` with fake (meta) implementations, and forward has an
+autograd formula (``register_autograd``) that saves the log-sum-exp for backward, so the ops
+work under autograd, ``torch.compile(fullgraph=True)`` and ``torch.library.opcheck``.
+Shapes are the ABI's: q [batch, seqlen_q, heads_q, head_dim], k and v
+[batch, seqlen_k, heads_kv, head_dim(_v)], out [batch, seqlen_q, heads_q, head_dim_v],
+lse [batch, heads_q, seqlen_q] float32, sinks [heads_q] float32 (gpt-oss).
+
+Scratch memory comes from PyTorch's allocator (``torch.empty``) and the call runs on the
+tensors' current stream; a backend is resolved once per call shape and kept.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+import attnrt
+
+__all__ = ["attention", "backend_name", "num_threads"]
+
+# CPU calls: threads per call (0: as many as torch.get_num_threads()), and the work (q rows times
+# k rows times heads) under which a call runs on one thread: forking a team for a tiny call costs
+# more than the call, most of all next to torch's own OpenMP pool (another OpenMP runtime).
+num_threads = 0
+_SERIAL_WORK = 1 << 16
+
+_DTYPES = {torch.float32: attnrt.DType.FP32, torch.float16: attnrt.DType.FP16, torch.bfloat16: attnrt.DType.BF16}
+_lock = threading.Lock()
+_runtimes: dict = {}
+_backends: dict = {}
+
+
+def _device_key(device: torch.device) -> str:
+    if device.type == "cpu":
+        return "cpu"
+    if device.type == "cuda":
+        return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
+    raise attnrt.UnsupportedError(f"attnrt.torch: tensors on {device} are not supported (cpu or cuda)")
+
+
+def _runtime(key: str) -> attnrt.Runtime:
+    rt = _runtimes.get(key)
+    if rt is None:
+        rt = attnrt.Runtime(None, [f"attnrt.device={key}"])
+        _runtimes[key] = rt
+    return rt
+
+
+def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_left, window_right, softcap):
+    """The backend and resolved descriptor for this call shape (cached: resolution, and its
+    logging, happen once per shape, not per call)."""
+    if q.dtype not in _DTYPES:
+        raise attnrt.UnsupportedError(f"attnrt.torch: q dtype {q.dtype} is not supported (float32, float16, bfloat16)")
+    dev = _device_key(q.device)
+    key = (dev, num_threads, implementation, q.dtype, tuple(q.shape), tuple(k.shape), tuple(v.shape), has_sinks,
+           softmax_scale, causal, window_left, window_right, softcap)
+    hit = _backends.get(key)
+    if hit is not None:
+        return hit
+    with _lock:
+        hit = _backends.get(key)
+        if hit is not None:
+            return hit
+        d = attnrt.Desc()
+        d.dtype = _DTYPES[q.dtype]
+        d.batch, d.seqlen_q, d.heads_q, d.head_dim = (int(x) for x in q.shape)
+        d.seqlen_k, d.heads_kv = int(k.shape[1]), int(k.shape[2])
+        d.head_dim_v = int(v.shape[3])
+        d.softmax_scale = softmax_scale
+        d.causal = int(causal)
+        d.window_left = window_left
+        d.window_right = window_right
+        d.softcap = softcap
+        d.has_sinks = int(has_sinks)
+        d.return_lse = 1
+        backend = _runtime(dev).resolve(d, implementation)
+        threads = 0
+        if dev == "cpu":
+            work = d.batch * d.heads_q * d.seqlen_q * d.seqlen_k
+            threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
+        _backends[key] = (backend, d, threads)
+        return _backends[key]
+
+
+def _stream(t: Tensor) -> int:
+    return torch.cuda.current_stream(t.device).cuda_stream if t.device.type == "cuda" else 0
+
+
+def _workspace(backend, desc, backward: bool, threads: int, like: Tensor) -> Tensor:
+    # 255 bytes more than asked: the binding uses the block's first 256-byte aligned address.
+    n = backend.workspace_size(desc, backward, threads)
+    return torch.empty(n + 255, dtype=torch.uint8, device=like.device)
+
+
+def _dl(t: Optional[Tensor], stream: int):
+    return None if t is None else attnrt.dlpack(t.detach(), stream)
+
+
+@torch.library.custom_op("attnrt::forward", mutates_args=(), device_types=("cpu", "cuda"))
+def _forward(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str, softmax_scale: float,
+             causal: bool, window_left: int, window_right: int, softcap: float) -> tuple[Tensor, Tensor]:
+    backend, desc, threads = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
+                                      window_left, window_right, softcap)
+    b, sq, hq, _ = q.shape
+    out = q.new_empty((b, sq, hq, v.shape[3]))
+    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
+    s = _stream(q)
+    ws = _workspace(backend, desc, False, threads, q)
+    backend.forward(desc, _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), lse=_dl(lse, s), sinks=_dl(sinks, s),
+                    workspace=_dl(ws, s), stream=s, num_threads=threads)
+    return out, lse
+
+
+@_forward.register_fake
+def _(q, k, v, sinks, implementation, softmax_scale, causal, window_left, window_right, softcap):
+    b, sq, hq, _ = q.shape
+    return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("attnrt::backward", mutates_args=(), device_types=("cpu", "cuda"))
+def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, sinks: Optional[Tensor],
+              implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
+              softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """dq, dk, dv and dsinks ([heads_q] float32; empty without sinks)."""
+    backend, desc, threads = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
+                                      window_left, window_right, softcap)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    dsinks = q.new_empty((q.shape[2] if sinks is not None else 0,), dtype=torch.float32)
+    s = _stream(q)
+    ws = _workspace(backend, desc, True, threads, q)
+    backend.backward(desc, _dl(dout, s), _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), _dl(lse, s), _dl(dq, s),
+                     _dl(dk, s), _dl(dv, s), dsinks=_dl(dsinks, s) if sinks is not None else None,
+                     sinks=_dl(sinks, s), workspace=_dl(ws, s), stream=s, num_threads=threads)
+    return dq, dk, dv, dsinks
+
+
+@_backward.register_fake
+def _(dout, q, k, v, out, lse, sinks, implementation, softmax_scale, causal, window_left, window_right, softcap):
+    dsinks = q.new_empty((q.shape[2] if sinks is not None else 0,), dtype=torch.float32)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), dsinks
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, sinks, *params = inputs
+    out, lse = output
+    ctx.params = params
+    ctx.has_sinks = sinks is not None
+    ctx.save_for_backward(q, k, v, out, lse, sinks)
+    ctx.mark_non_differentiable(lse)
+
+
+def _grad(ctx, dout, _dlse):
+    q, k, v, out, lse, sinks = ctx.saved_tensors
+    dq, dk, dv, dsinks = torch.ops.attnrt.backward(dout.contiguous(), q, k, v, out, lse, sinks, *ctx.params)
+    return dq, dk, dv, (dsinks if ctx.has_sinks else None), None, None, None, None, None, None
+
+
+_forward.register_autograd(_grad, setup_context=_setup_context)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", softmax_scale: Optional[float] = None,
+              causal: bool = False, window_left: int = -1, window_right: int = -1, softcap: float = 0.0,
+              sinks: Optional[Tensor] = None, return_lse: bool = False):
+    """Attention through the attnrt plugin `implementation` (a name, alias, path or auto).
+
+    q [batch, seqlen_q, heads_q, head_dim], k/v [batch, seqlen_k, heads_kv, head_dim(_v)] (last
+    dimension contiguous; other strides free); returns out [batch, seqlen_q, heads_q, head_dim_v]
+    and, with return_lse, lse [batch, heads_q, seqlen_q] float32. window_left/right: keys visible
+    left/right of the (bottom-right aligned) diagonal, -1 unlimited; sinks [heads_q] float32.
+    An argument the plugin cannot honour raises attnrt.UnsupportedError with the reason."""
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    out, lse = torch.ops.attnrt.forward(q, k, v, sinks, implementation, float(softmax_scale), bool(causal),
+                                        int(window_left), int(window_right), float(softcap))
+    return (out, lse) if return_lse else out
+
+
+def backend_name(q: Tensor, k: Tensor, v: Tensor, implementation: str = "sdpa", **kwargs) -> str:
+    """The plugin that `attention` with these arguments runs (after fallback, if any)."""
+    scale = kwargs.get("softmax_scale") or 1.0 / math.sqrt(q.shape[-1])
+    backend, _, _ = _resolve(q, k, v, kwargs.get("sinks") is not None, implementation, float(scale),
+                          bool(kwargs.get("causal", False)), int(kwargs.get("window_left", -1)),
+                          int(kwargs.get("window_right", -1)), float(kwargs.get("softcap", 0.0)))
+    return backend.name

@@ -1,0 +1,326 @@
+// attnrt._attnrt: the C host API (host_api.h) for Python, over nanobind. Tensors are anything
+// that speaks DLPack (an object with __dlpack__, or a "dltensor" capsule): the Python side
+// (attnrt/_core.py) asks the producer for the capsule on the caller's stream, so this module
+// never picks a stream by itself. No framework is imported here.
+#include <attnrt/host_api.h>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+// attnrt.Error and one subclass per status (attnrt/_core.py re-exports them).
+std::array<PyObject*, 6> g_errors{};
+
+struct StatusError {
+  attnrt_status status;
+  std::string message;
+};
+
+struct Message {
+  char text[4096] = {0};
+  attnrt_message m{sizeof(attnrt_message), text, sizeof text};
+};
+
+void check(attnrt_status status, const Message& msg) {
+  if (status != ATTNRT_OK) throw StatusError{status, msg.text};
+}
+
+// A DLPack tensor held for the duration of a call: the ndarray keeps the producer's memory alive,
+// `dl` is what the host API reads (strides always given, in elements).
+struct Tensor {
+  nb::ndarray<> array;
+  std::vector<int64_t> strides;
+  DLTensor dl{};
+
+  Tensor(nb::ndarray<> a, const char* name) : array(std::move(a)) {
+    const size_t ndim = array.ndim();
+    strides.resize(ndim);
+    int64_t expected = 1;
+    for (size_t i = ndim; i-- > 0;) {
+      strides[i] = array.stride_ptr() ? array.stride_ptr()[i] : expected;
+      expected *= array.shape(i);
+    }
+    dl.data = const_cast<void*>(array.data());
+    dl.device = DLDevice{static_cast<DLDeviceType>(array.device_type()), array.device_id()};
+    dl.ndim = static_cast<int32_t>(ndim);
+    const nb::dlpack::dtype t = array.dtype();
+    dl.dtype = DLDataType{t.code, t.bits, t.lanes};
+    dl.shape = const_cast<int64_t*>(array.shape_ptr());
+    dl.strides = strides.data();
+    dl.byte_offset = 0;
+    (void)name;
+  }
+};
+
+using OptArray = std::optional<nb::ndarray<>>;
+
+struct Call {
+  std::vector<Tensor> held;
+  Call() { held.reserve(20); }
+  DLTensor* add(const OptArray& a, const char* name) {
+    if (!a) return nullptr;
+    held.emplace_back(*a, name);
+    return &held.back().dl;
+  }
+};
+
+struct Runtime {
+  attnrt_runtime* rt = nullptr;
+  explicit Runtime(std::optional<std::string> config_path, std::vector<std::string> overrides) {
+    std::vector<const char*> ptrs;
+    for (const auto& o : overrides) ptrs.push_back(o.c_str());
+    Message msg;
+    check(attnrt_runtime_create(config_path ? config_path->c_str() : nullptr, ptrs.data(), ptrs.size(), &rt, &msg.m),
+          msg);
+  }
+  ~Runtime() { attnrt_runtime_destroy(rt); }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  std::vector<std::tuple<std::string, std::string>> sites() const {
+    std::vector<std::tuple<std::string, std::string>> out;
+    for (size_t i = 0; i < attnrt_runtime_site_count(rt); ++i) {
+      out.emplace_back(attnrt_runtime_site_name(rt, i), attnrt_runtime_site_value(rt, i));
+    }
+    return out;
+  }
+};
+
+struct Backend {
+  attnrt_backend_handle* handle = nullptr;
+  explicit Backend(attnrt_backend_handle* h) : handle(h) {}
+  ~Backend() { attnrt_backend_release(handle); }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  std::string name() const { return attnrt_backend_name(handle); }
+};
+
+// The caller's workspace: a byte buffer (any DLPack tensor on the call's device) that is
+// over-allocated by up to 255 bytes; the call uses its first 256-byte aligned address.
+attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_t num_threads) {
+  attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
+  if (workspace) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(workspace->data());
+    size_t bytes = workspace->nbytes();
+    const uintptr_t aligned = (begin + 255) / 256 * 256;
+    bytes = bytes > aligned - begin ? bytes - (aligned - begin) : 0;
+    exec.workspace = bytes ? reinterpret_cast<void*>(aligned) : nullptr;
+    exec.workspace_size = bytes;
+  }
+  return exec;
+}
+
+}  // namespace
+
+NB_MODULE(_attnrt, m) {
+  m.doc() = "attnrt's C host API (host_api.h) over DLPack tensors; see the attnrt package";
+
+  g_errors[0] = PyErr_NewExceptionWithDoc("attnrt.Error", "An attnrt call failed; .status names the status.",
+                                          PyExc_RuntimeError, nullptr);
+  struct Sub {
+    attnrt_status status;
+    const char* name;
+    PyObject* extra;
+  };
+  const Sub subs[] = {{ATTNRT_ERROR_INVALID_ARGUMENT, "attnrt.InvalidArgumentError", PyExc_ValueError},
+                      {ATTNRT_ERROR_UNSUPPORTED, "attnrt.UnsupportedError", PyExc_NotImplementedError},
+                      {ATTNRT_ERROR_DEVICE, "attnrt.DeviceError", nullptr},
+                      {ATTNRT_ERROR_OUT_OF_MEMORY, "attnrt.OutOfMemoryError", PyExc_MemoryError},
+                      {ATTNRT_ERROR_INTERNAL, "attnrt.InternalError", nullptr}};
+  for (const Sub& s : subs) {
+    PyObject* bases = s.extra ? PyTuple_Pack(2, g_errors[0], s.extra) : PyTuple_Pack(1, g_errors[0]);
+    g_errors[s.status] = PyErr_NewException(s.name, bases, nullptr);
+    Py_DECREF(bases);
+  }
+  const char* attr[] = {"Error",       "InvalidArgumentError", "UnsupportedError",
+                        "DeviceError", "OutOfMemoryError",     "InternalError"};
+  for (size_t i = 0; i < g_errors.size(); ++i) m.attr(attr[i]) = nb::borrow(g_errors[i]);
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      PyObject* type = e.status >= 1 && e.status <= 5 ? g_errors[e.status] : g_errors[0];
+      PyObject* value = PyObject_CallFunction(type, "s", e.message.c_str());
+      if (value) {
+        PyObject* status = PyLong_FromLong(static_cast<long>(e.status));
+        PyObject_SetAttrString(value, "status", status);
+        Py_XDECREF(status);
+        PyErr_SetObject(type, value);
+        Py_DECREF(value);
+      }
+    }
+  });
+
+  m.def("status_string",
+        [](int status) { return std::string(attnrt_status_string(static_cast<attnrt_status>(status))); });
+  m.attr("ABI_VERSION") = nb::make_tuple(ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR);
+
+  nb::enum_<attnrt_dtype>(m, "DType")
+      .value("FP32", ATTNRT_DTYPE_FP32)
+      .value("FP16", ATTNRT_DTYPE_FP16)
+      .value("BF16", ATTNRT_DTYPE_BF16);
+
+  // plugin_abi.h's attnrt_attention_desc, field for field (device filled by resolve).
+  nb::class_<attnrt_attention_desc>(m, "Desc")
+      .def("__init__",
+           [](attnrt_attention_desc* d) {
+             new (d) attnrt_attention_desc{};
+             d->struct_size = sizeof(attnrt_attention_desc);
+             d->window_left = -1;
+             d->window_right = -1;
+           })
+      .def_rw("dtype", &attnrt_attention_desc::dtype)
+      .def_rw("head_dim", &attnrt_attention_desc::head_dim)
+      .def_rw("head_dim_v", &attnrt_attention_desc::head_dim_v)
+      .def_rw("heads_q", &attnrt_attention_desc::heads_q)
+      .def_rw("heads_kv", &attnrt_attention_desc::heads_kv)
+      .def_rw("batch", &attnrt_attention_desc::batch)
+      .def_rw("seqlen_q", &attnrt_attention_desc::seqlen_q)
+      .def_rw("seqlen_k", &attnrt_attention_desc::seqlen_k)
+      .def_rw("softmax_scale", &attnrt_attention_desc::softmax_scale)
+      .def_rw("causal", &attnrt_attention_desc::causal)
+      .def_rw("window_left", &attnrt_attention_desc::window_left)
+      .def_rw("window_right", &attnrt_attention_desc::window_right)
+      .def_rw("softcap", &attnrt_attention_desc::softcap)
+      .def_rw("has_sinks", &attnrt_attention_desc::has_sinks)
+      .def_rw("has_alibi", &attnrt_attention_desc::has_alibi)
+      .def_rw("is_varlen", &attnrt_attention_desc::is_varlen)
+      .def_rw("is_paged", &attnrt_attention_desc::is_paged)
+      .def_rw("page_size", &attnrt_attention_desc::page_size)
+      .def_rw("dropout_p", &attnrt_attention_desc::dropout_p)
+      .def_rw("deterministic", &attnrt_attention_desc::deterministic)
+      .def_rw("dropout_seed", &attnrt_attention_desc::dropout_seed)
+      .def_rw("dropout_offset", &attnrt_attention_desc::dropout_offset)
+      .def_rw("return_lse", &attnrt_attention_desc::return_lse)
+      .def_prop_ro("device_type", [](const attnrt_attention_desc& d) { return static_cast<int>(d.device.device_type); })
+      .def_prop_ro("device_id", [](const attnrt_attention_desc& d) { return d.device.device_id; })
+      .def_prop_ro("cuda_arch", [](const attnrt_attention_desc& d) { return d.cuda_arch; });
+
+  nb::class_<Runtime>(m, "Runtime")
+      .def(nb::init<std::optional<std::string>, std::vector<std::string>>(), nb::arg("config_path").none() = nb::none(),
+           nb::arg("overrides") = std::vector<std::string>{})
+      .def("sites", &Runtime::sites, "(site, configured value) pairs of the configuration")
+      .def(
+          "resolve",
+          [](Runtime& self, attnrt_attention_desc& desc, std::optional<std::string> value, const std::string& site) {
+            attnrt_backend_handle* h = nullptr;
+            Message msg;
+            check(attnrt_resolve(self.rt, site.c_str(), value ? value->c_str() : nullptr, &desc, &h, &msg.m), msg);
+            return new Backend(h);
+          },
+          nb::arg("desc"), nb::arg("value").none() = nb::none(), nb::arg("site") = "attn_implementation",
+          "Resolves value (None: the site's configured one) for desc; fills desc's device.");
+
+  nb::class_<Backend>(m, "Backend")
+      .def_prop_ro("name", &Backend::name)
+      .def(
+          "workspace_size",
+          [](Backend& self, const attnrt_attention_desc& desc, bool backward, int32_t num_threads) {
+            size_t bytes = 0;
+            Message msg;
+            check(attnrt_backend_workspace_size(self.handle, &desc, backward ? 1 : 0, num_threads, &bytes, &msg.m),
+                  msg);
+            return bytes;
+          },
+          nb::arg("desc"), nb::arg("backward") = false, nb::arg("num_threads") = 0)
+      .def(
+          "forward",
+          [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
+             nb::ndarray<> out, OptArray lse, OptArray sinks, OptArray alibi_slopes, OptArray cu_seqlens_q,
+             OptArray cu_seqlens_k, OptArray seqused_k, OptArray block_table, OptArray workspace, uintptr_t stream,
+             int32_t num_threads) {
+            Call c;
+            attnrt_forward_args a{};
+            a.struct_size = sizeof a;
+            a.q = c.add(q, "q");
+            a.k = c.add(k, "k");
+            a.v = c.add(v, "v");
+            a.out = c.add(out, "out");
+            a.lse = c.add(lse, "lse");
+            a.sinks = c.add(sinks, "sinks");
+            a.alibi_slopes = c.add(alibi_slopes, "alibi_slopes");
+            a.cu_seqlens_q = c.add(cu_seqlens_q, "cu_seqlens_q");
+            a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
+            a.seqused_k = c.add(seqused_k, "seqused_k");
+            a.block_table = c.add(block_table, "block_table");
+            Message msg;
+            attnrt_status status;
+            {
+              nb::gil_scoped_release release;
+              if (workspace) {
+                const attnrt_exec exec = make_exec(workspace, stream, num_threads);
+                status = attnrt_backend_forward_with_workspace(self.handle, &desc, &a, &exec, &msg.m);
+              } else {
+                status = attnrt_backend_forward(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream),
+                                                &msg.m);
+              }
+            }
+            check(status, msg);
+          },
+          nb::arg("desc"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none() = nb::none(),
+          nb::arg("sinks").none() = nb::none(), nb::arg("alibi_slopes").none() = nb::none(),
+          nb::arg("cu_seqlens_q").none() = nb::none(), nb::arg("cu_seqlens_k").none() = nb::none(),
+          nb::arg("seqused_k").none() = nb::none(), nb::arg("block_table").none() = nb::none(),
+          nb::arg("workspace").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0,
+          "Forward. workspace: None (attnrt allocates) or a byte tensor of workspace_size + 255 bytes.")
+      .def(
+          "backward",
+          [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> dout, nb::ndarray<> q, nb::ndarray<> k,
+             nb::ndarray<> v, nb::ndarray<> out, nb::ndarray<> lse, nb::ndarray<> dq, nb::ndarray<> dk,
+             nb::ndarray<> dv, OptArray dsinks, OptArray sinks, OptArray alibi_slopes, OptArray cu_seqlens_q,
+             OptArray cu_seqlens_k, OptArray seqused_k, OptArray block_table, OptArray workspace, uintptr_t stream,
+             int32_t num_threads) {
+            Call c;
+            attnrt_backward_args a{};
+            a.struct_size = sizeof a;
+            a.dout = c.add(dout, "dout");
+            a.q = c.add(q, "q");
+            a.k = c.add(k, "k");
+            a.v = c.add(v, "v");
+            a.out = c.add(out, "out");
+            a.lse = c.add(lse, "lse");
+            a.dq = c.add(dq, "dq");
+            a.dk = c.add(dk, "dk");
+            a.dv = c.add(dv, "dv");
+            a.dsinks = c.add(dsinks, "dsinks");
+            a.sinks = c.add(sinks, "sinks");
+            a.alibi_slopes = c.add(alibi_slopes, "alibi_slopes");
+            a.cu_seqlens_q = c.add(cu_seqlens_q, "cu_seqlens_q");
+            a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
+            a.seqused_k = c.add(seqused_k, "seqused_k");
+            a.block_table = c.add(block_table, "block_table");
+            Message msg;
+            attnrt_status status;
+            {
+              nb::gil_scoped_release release;
+              if (workspace) {
+                const attnrt_exec exec = make_exec(workspace, stream, num_threads);
+                status = attnrt_backend_backward_with_workspace(self.handle, &desc, &a, &exec, &msg.m);
+              } else {
+                status = attnrt_backend_backward(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream),
+                                                 &msg.m);
+              }
+            }
+            check(status, msg);
+          },
+          nb::arg("desc"), nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse"),
+          nb::arg("dq"), nb::arg("dk"), nb::arg("dv"), nb::arg("dsinks").none() = nb::none(),
+          nb::arg("sinks").none() = nb::none(), nb::arg("alibi_slopes").none() = nb::none(),
+          nb::arg("cu_seqlens_q").none() = nb::none(), nb::arg("cu_seqlens_k").none() = nb::none(),
+          nb::arg("seqused_k").none() = nb::none(), nb::arg("block_table").none() = nb::none(),
+          nb::arg("workspace").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0);
+}

@@ -1,0 +1,101 @@
+"""attnrt's core module on NumPy arrays (DLPack, no torch): resolution, forward against a NumPy
+reference, the caller's workspace, and errors as attnrt.Error subclasses naming the problem."""
+import math
+
+import numpy as np
+import pytest
+
+import attnrt
+
+
+def reference(q, k, v, scale, causal):
+    b, sq, h, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    g = h // hkv
+    out = np.zeros((b, sq, h, v.shape[3]))
+    lse = np.zeros((b, h, sq))
+    for bi in range(b):
+        for hi in range(h):
+            s = scale * q[bi, :, hi, :].astype(np.float64) @ k[bi, :, hi // g, :].astype(np.float64).T
+            if causal:
+                i = np.arange(sq)[:, None]
+                j = np.arange(sk)[None, :]
+                s = np.where(j > i + sk - sq, -np.inf, s)
+            m = s.max(axis=1, keepdims=True)
+            p = np.exp(s - m)
+            lse[bi, hi] = (m + np.log(p.sum(axis=1, keepdims=True)))[:, 0]
+            out[bi, :, hi, :] = (p / p.sum(axis=1, keepdims=True)) @ v[bi, :, hi // g, :]
+    return out, lse
+
+
+def desc_for(q, k, v, causal):
+    d = attnrt.Desc()
+    d.dtype = attnrt.DType.FP32
+    d.batch, d.seqlen_q, d.heads_q, d.head_dim = q.shape
+    d.seqlen_k, d.heads_kv = k.shape[1], k.shape[2]
+    d.head_dim_v = v.shape[3]
+    d.softmax_scale = 1.0 / math.sqrt(q.shape[3])
+    d.causal = int(causal)
+    d.return_lse = 1
+    return d
+
+
+def inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((2, 9, 4, 16), dtype=np.float32)
+    k = rng.standard_normal((2, 11, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((2, 11, 2, 16), dtype=np.float32)
+    return q, k, v
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+@pytest.mark.parametrize("caller_workspace", [False, True])
+def test_forward_matches_numpy(runtime, implementation, caller_workspace):
+    q, k, v = inputs()
+    d = desc_for(q, k, v, causal=True)
+    backend = runtime.resolve(d, implementation)
+    assert backend.name == implementation
+    assert d.device_type == 1  # kDLCPU, filled by resolve
+    out = np.zeros((2, 9, 4, 16), dtype=np.float32)
+    lse = np.zeros((2, 4, 9), dtype=np.float32)
+    ws = None
+    if caller_workspace:
+        ws = np.zeros(backend.workspace_size(d, False, 1) + 255, dtype=np.uint8)
+    backend.forward(d, q, k, v, out, lse=lse, workspace=ws, num_threads=1)
+    ref_out, ref_lse = reference(q, k, v, d.softmax_scale, causal=True)
+    assert np.abs(out - ref_out).max() < 1e-5
+    assert np.abs(lse - ref_lse).max() < 1e-4
+
+
+def test_strided_views_are_read_through_their_strides(runtime):
+    q, k, v = inputs(1)
+    qt = np.ascontiguousarray(q.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)  # [b, s, h, d] view of [b, h, s, d]
+    assert not qt.flags.c_contiguous
+    d = desc_for(qt, k, v, causal=False)
+    backend = runtime.resolve(d, "sdpa")
+    out = np.zeros((2, 9, 4, 16), dtype=np.float32)
+    lse = np.zeros((2, 4, 9), dtype=np.float32)
+    backend.forward(d, qt, k, v, out, lse=lse)
+    assert np.abs(out - reference(q, k, v, d.softmax_scale, causal=False)[0]).max() < 1e-5
+
+
+def test_errors_name_what_failed(runtime):
+    q, k, v = inputs()
+    d = desc_for(q, k, v, causal=False)
+    backend = runtime.resolve(d, "eager")
+    out = np.zeros((2, 9, 4, 16), dtype=np.float32)
+    bad_out = np.zeros((2, 9, 4, 8), dtype=np.float32)
+    with pytest.raises(attnrt.InvalidArgumentError, match="out") as e:
+        backend.forward(d, q, k, v, bad_out, lse=np.zeros((2, 4, 9), dtype=np.float32))
+    assert isinstance(e.value, ValueError) and e.value.status == 1
+    needed = backend.workspace_size(d, False, 1)
+    if needed:
+        with pytest.raises(attnrt.InvalidArgumentError, match="exec.workspace_size"):
+            backend.forward(d, q, k, v, out, lse=np.zeros((2, 4, 9), dtype=np.float32),
+                            workspace=np.zeros(16, dtype=np.uint8), num_threads=1)
+    with pytest.raises(attnrt.InvalidArgumentError, match="override"):
+        attnrt.Runtime(None, ["+attn_implementation=eager"])
+    strict = attnrt.Runtime(None, ["attnrt.strict=true", "attnrt.device=cpu"])
+    with pytest.raises(attnrt.UnsupportedError, match="flash_attention_3"):
+        strict.resolve(desc_for(q, k, v, causal=False), "flash_attention_3")
+    assert attnrt.status_string(2) == "unsupported"
