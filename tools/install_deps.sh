@@ -41,6 +41,16 @@ py_missing=()
 for i in "${!py_modules[@]}"; do
   python3 -c "import ${py_modules[$i]}" > /dev/null 2>&1 || py_missing+=("${py_packages[$i]}")
 done
+# torch: the CPU-only build where PyTorch's index is reachable (a few hundred MB), else PyPI's
+# (which brings its CUDA libraries, several GB).
+if [[ " ${py_missing[*]} " == *" torch "* ]]; then
+  python3 -m pip install -q --timeout 15 --retries 0 torch --index-url https://download.pytorch.org/whl/cpu \
+    > /dev/null 2>&1 && echo "install_deps: torch (CPU build)" || true
+  py_missing=()
+  for i in "${!py_modules[@]}"; do
+    python3 -c "import ${py_modules[$i]}" > /dev/null 2>&1 || py_missing+=("${py_packages[$i]}")
+  done
+fi
 if [ ${#py_missing[@]} -ne 0 ]; then
   echo "install_deps: pip install ${py_missing[*]}"
   python3 -m pip install -q "${py_missing[@]}"
