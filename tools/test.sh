@@ -5,7 +5,7 @@
 #   tools/test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/install_deps.sh
+bash tools/install_deps.sh --python
 bash tools/check_format.sh
 # Without a GPU the CUDA plugins are compiled (every kernel family) but not run: a few
 # instantiations per family are enough (ATTNRT_CUDA_KERNELS=reduced), and keep CI quick.
