@@ -56,8 +56,12 @@ Runtime::Runtime(const RuntimeOptions& options) {
 
   std::vector<std::filesystem::path> dirs = settings_.plugin_dirs;
   for (const auto& d : Registry::default_search_dirs()) dirs.push_back(d);
-  registry_ = std::make_unique<Registry>(dirs);
-  for (const std::string& problem : registry_->scan_problems()) spdlog::debug("plugin scan: {}", problem);
+  registry_ = std::make_unique<Registry>(dirs, settings_.allow_writable_plugins);
+  // A search folder passed over (relative, or writable by others) is a warning: plugins the user
+  // expects are missing, or someone else's would have been loaded. Broken plugins in a folder are
+  // reported where they are asked for, and by `attnrt list`.
+  for (const std::string& problem : registry_->scan_problems()) spdlog::warn("plugin path: {}", problem);
+  for (const BrokenPlugin& b : registry_->broken()) spdlog::debug("plugin scan: {}", b.reason);
 
   DeviceInfo device = select_device(settings_.device, probe_devices());
   if (settings_.device == "auto" && device.dl.device_type == kDLCUDA && !any_plugin_runs_on_cuda(*registry_)) {
