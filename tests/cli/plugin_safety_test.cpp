@@ -1,6 +1,7 @@
 // The issue 19 reports, end to end through the attnrt command: a truncated plugin named by path
 // (it killed `attnrt resolve` with SIGBUS) or dropped in a search folder (silently left out), a
-// world-writable plugin folder whose eager shadowed the built-in one.
+// world-writable plugin folder whose eager shadowed the built-in one, and a huge value echoed
+// whole in messages.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -65,6 +66,24 @@ TEST(PluginSafetyCli, WorldWritableFolderIsRefusedAndItsEagerShadowsNothing) {
   EXPECT_TRUE(contains(r.output, (shared / "eager/libattnrt_eager.so").string())) << r.output;
   r = run_cli("list", env + " ATTNRT_ALLOW_WRITABLE_PLUGINS=1");
   EXPECT_TRUE(contains(r.output, (shared / "eager/libattnrt_eager.so").string())) << r.output;
+}
+
+TEST(PluginSafetyCli, LongValueIsShortenedInMessages) {
+  const std::string value(3000, 'x');
+  const auto r = run_cli("resolve configs/examples/strict_flash.yaml attn_implementation=" + value);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "... (3000 bytes)")) << r.output.substr(0, 2000);
+  EXPECT_FALSE(contains(r.output, value)) << "echoed whole";
+}
+
+TEST(PluginSafetyCli, DuplicateKeyInAConfigIsAnError) {
+  TempDir dir;
+  const auto file = dir.write("dup.yaml", "attn_implementation: eager\nattn_implementation: sdpa\n");
+  const auto r = run_cli("resolve " + file.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(
+      r.output, file.string() + ":2:1: duplicate key 'attn_implementation' (first at " + file.string() + ":1:1)"))
+      << r.output;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -43,14 +44,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
       YAML::Load(std::string(embedded_config("deprecations.yaml"))), "<embedded:deprecations.yaml>");
   rules_ = parse_rules(YAML::Load(std::string(embedded_config("known_issues.yaml"))), "<embedded:known_issues.yaml>");
   for (const auto& file : settings_.rules_files) {
-    YAML::Node node;
-    try {
-      node = YAML::LoadFile(file.string());
-    } catch (const YAML::Exception& e) {
-      throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                  ": " + e.msg);
-    }
-    auto more = parse_rules(node, file.string());
+    auto more = parse_rules(load_yaml_file(file), file.string());
     rules_.insert(rules_.end(), more.begin(), more.end());
   }
 
