@@ -172,6 +172,11 @@ class Checker {
       }
       if (ph.p_type != PT_LOAD) continue;
       ++loads;
+      // ld.so reads the headers and tables through these mappings: readable, and no flag bits
+      // that no loader knows.
+      if (!(ph.p_flags & PF_R) || (ph.p_flags & ~uint32_t{PF_R | PF_W | PF_X}) != 0)
+        return fmt::format("program header {} (LOAD) has the flags 0x{:x} (expected readable, R/W/X only)", i,
+                           ph.p_flags);
       if (ph.p_filesz > ph.p_memsz) {
         return fmt::format("program header {} (LOAD) has more bytes in the file (0x{:x}) than in memory (0x{:x})", i,
                            ph.p_filesz, ph.p_memsz);
@@ -285,7 +290,9 @@ class Checker {
   std::string version_needs(uint64_t addr, uint64_t count, uint64_t strsz) {
     if (addr == 0) return "";
     if (count > 4096) return fmt::format("{} version needs", count);
-    for (uint64_t i = 0; i < count; ++i) {
+    // ld.so follows the next offsets until one is 0, whatever the counts say: so does this.
+    for (uint64_t i = 0;; ++i) {
+      if (i >= 4096) return "the version needs do not end";
       Elf64_Verneed vn;
       const std::optional<uint64_t> at = file_offset(addr, sizeof vn);
       if (!at || !file_.read(*at, &vn)) return "a version need lies outside the file";
@@ -295,7 +302,8 @@ class Checker {
           needed_names_.end())
         return fmt::format("a version need names '{}', which is not a needed library", strings_.c_str() + vn.vn_file);
       uint64_t aux = addr + vn.vn_aux;
-      for (uint32_t k = 0; k < vn.vn_cnt; ++k) {
+      for (uint32_t k = 0;; ++k) {
+        if (k >= 4096) return "a version need's entries do not end";
         Elf64_Vernaux va;
         const std::optional<uint64_t> aat = file_offset(aux, sizeof va);
         if (!aat || !file_.read(*aat, &va)) return "a version need entry lies outside the file";
@@ -312,7 +320,8 @@ class Checker {
   std::string version_definitions(uint64_t addr, uint64_t count, uint64_t strsz) {
     if (addr == 0) return "";
     if (count > 4096) return fmt::format("{} version definitions", count);
-    for (uint64_t i = 0; i < count; ++i) {
+    for (uint64_t i = 0;; ++i) {
+      if (i >= 4096) return "the version definitions do not end";
       Elf64_Verdef vd;
       const std::optional<uint64_t> at = file_offset(addr, sizeof vd);
       if (!at || !file_.read(*at, &vd)) return "a version definition lies outside the file";
@@ -339,6 +348,8 @@ class Checker {
     for (size_t i = 0; i < syms.size(); ++i) {
       const Elf64_Sym& sym = syms[i];
       if (sym.st_name >= strsz) return fmt::format("dynamic symbol {} has its name past the string table", i);
+      if (sym.st_shndx == SHN_UNDEF && ELF64_ST_VISIBILITY(sym.st_other) != STV_DEFAULT)
+        return fmt::format("dynamic symbol {} is undefined but not of default visibility", i);
       if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS) continue;
       const unsigned type = ELF64_ST_TYPE(sym.st_info);
       if (type == STT_TLS) continue;
@@ -524,6 +535,10 @@ class Checker {
         return fmt::format("{} {} writes to address 0x{:x}, outside every writable loadable segment", what, i,
                            r.r_offset);
       }
+      // Every relocation of a position-independent 64-bit object writes an aligned 8-byte word
+      // (a pointer, a GOT or PLT slot): a misaligned target is damage.
+      if (r.r_offset % sizeof(uint64_t) != 0)
+        return fmt::format("{} {} writes to the misaligned address 0x{:x}", what, i, r.r_offset);
       // ld.so asserts (and ends the process) when one of the first DT_RELACOUNT entries is not
       // RELATIVE.
       if (i < relative_count && ELF64_R_TYPE(r.r_info) != kRelativeRelocation)
