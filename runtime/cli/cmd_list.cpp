@@ -102,6 +102,12 @@ int list_command(const CommonArgs& args) {
     }
     j["plugins"].push_back(p);
   }
+  // Found but unusable (corrupt, not a plugin, refused for its permissions): listed, with why.
+  j["broken"] = nlohmann::json::array();
+  for (const BrokenPlugin& b : reg.broken()) {
+    table.add({b.path.filename().string(), "?", "?", "?", "?", "?", "no - broken: " + b.reason, b.path.string()});
+    j["broken"].push_back({{"path", b.path.string()}, {"reason", b.reason}, {"found_in", b.found_in}});
+  }
   for (const std::string& problem : reg.scan_problems()) j["scan_problems"].push_back(problem);
 
   // The device matrix, from capabilities and the configured chains.
@@ -184,7 +190,7 @@ int list_command(const CommonArgs& args) {
   fmt::print("Plugin search path: {}\n", fmt::join(dirs, ", "));
   fmt::print("Devices: {}; CUDA: {}\n\n", inv.cpu.name, inv.cuda_status);
   table.print();
-  for (const std::string& problem : reg.scan_problems()) fmt::print("skipped: {}\n", problem);
+  for (const std::string& problem : reg.scan_problems()) fmt::print("not searched: {}\n", problem);
   if (args.matrix) {
     fmt::print("\nDevice matrix (from the plugins found; '-> X' is where a request falls back):\n");
     matrix.print();

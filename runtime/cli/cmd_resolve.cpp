@@ -7,6 +7,7 @@
 #include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,7 +25,7 @@ nlohmann::json resolution_json(const Resolution& r) {
 std::string rejected_summary(const Resolution& r) {
   std::string s;
   for (const Attempt& a : r.attempts) {
-    if (!a.reason.empty()) s += (s.empty() ? "" : "; ") + a.candidate + ": " + a.reason;
+    if (!a.reason.empty()) s += (s.empty() ? "" : "; ") + shorten_for_message(a.candidate) + ": " + a.reason;
   }
   return s.empty() ? "-" : s;
 }
@@ -42,7 +43,8 @@ int resolve_command(const CommonArgs& args) {
   for (const Site& site : rt.sites().sites) {
     const Resolution r = rt.resolver().resolve(site.name, site.value, workload.desc);
     const std::string from = site.implicit ? "default_implementation" : site.origin.describe();
-    table.add({site.name, site.value, from, r.device, r.ok() ? r.chosen : "(none)", rejected_summary(r)});
+    table.add({site.name, shorten_for_message(site.value), from, r.device, r.ok() ? r.chosen : "(none)",
+               rejected_summary(r)});
     nlohmann::json e = resolution_json(r);
     e["from"] = from;
     j.push_back(e);

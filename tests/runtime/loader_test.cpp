@@ -87,7 +87,7 @@ TEST(Registry, ScansManifestsAndLooseLibraries) {
   EXPECT_NE(reg.find("failing"), nullptr);
   // Broken loose files are reported, not fatal.
   std::string problems;
-  for (const auto& p : reg.scan_problems()) problems += p + "\n";
+  for (const auto& b : reg.broken()) problems += b.reason + "\n";
   EXPECT_NE(problems.find("libattnrt_no_entry.so: does not export"), std::string::npos) << problems;
   EXPECT_NE(problems.find("libattnrt_abi2.so: plugin ABI version 2.3"), std::string::npos) << problems;
   EXPECT_NE(problems.find("libnot_a_library.so: not a loadable shared library"), std::string::npos) << problems;

@@ -1,5 +1,6 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -43,21 +44,18 @@ Runtime::Runtime(const RuntimeOptions& options) {
       YAML::Load(std::string(embedded_config("deprecations.yaml"))), "<embedded:deprecations.yaml>");
   rules_ = parse_rules(YAML::Load(std::string(embedded_config("known_issues.yaml"))), "<embedded:known_issues.yaml>");
   for (const auto& file : settings_.rules_files) {
-    YAML::Node node;
-    try {
-      node = YAML::LoadFile(file.string());
-    } catch (const YAML::Exception& e) {
-      throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                  ": " + e.msg);
-    }
-    auto more = parse_rules(node, file.string());
+    auto more = parse_rules(load_yaml_file(file), file.string());
     rules_.insert(rules_.end(), more.begin(), more.end());
   }
 
   std::vector<std::filesystem::path> dirs = settings_.plugin_dirs;
   for (const auto& d : Registry::default_search_dirs()) dirs.push_back(d);
-  registry_ = std::make_unique<Registry>(dirs);
-  for (const std::string& problem : registry_->scan_problems()) spdlog::debug("plugin scan: {}", problem);
+  registry_ = std::make_unique<Registry>(dirs, settings_.allow_writable_plugins);
+  // A search folder passed over (relative, or writable by others) is a warning: plugins the user
+  // expects are missing, or someone else's would have been loaded. Broken plugins in a folder are
+  // reported where they are asked for, and by `attnrt list`.
+  for (const std::string& problem : registry_->scan_problems()) spdlog::warn("plugin path: {}", problem);
+  for (const BrokenPlugin& b : registry_->broken()) spdlog::debug("plugin scan: {}", b.reason);
 
   DeviceInfo device = select_device(settings_.device, probe_devices());
   if (settings_.device == "auto" && device.dl.device_type == kDLCUDA && !any_plugin_runs_on_cuda(*registry_)) {

@@ -1,6 +1,7 @@
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/overrides.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <fmt/format.h>
 
@@ -11,7 +12,7 @@ namespace attnrt {
 namespace fs = std::filesystem;
 
 std::string Origin::describe() const {
-  if (!override.empty()) return "override '" + override + "'";
+  if (!override.empty()) return "override '" + shorten_for_message(override) + "'";
   if (file.empty()) return "(built-in)";
   if (line == 0) return file;
   return fmt::format("{}:{}:{}", file, line, column);
@@ -29,24 +30,17 @@ Config::Config() : root_(YAML::NodeType::Map) {}
 
 Config Config::from_string(const std::string& text, const std::string& name) {
   Config c;
-  try {
-    YAML::Node node = YAML::Load(text);
-    if (node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
-    if (!node.IsMap()) throw Error(name + ":1:1: the top level of a config must be a mapping");
-    c.root_ = node;
-  } catch (const YAML::ParserException& e) {
-    throw Error(fmt::format("{}:{}:{}: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
+  YAML::Node node = load_yaml(text, name);  // limits, UTF-8, duplicate keys: yaml_input.hpp
+  if (node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
+  if (!node.IsMap()) throw Error(name + ":1:1: the top level of a config must be a mapping");
+  c.root_ = node;
   c.record_origins(c.root_, "", name);
   return c;
 }
 
 Config Config::from_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path.string() + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_string(ss.str(), path.string());
+  if (!std::ifstream(path)) throw Error(path.string() + ": cannot open config file");
+  return from_string(read_yaml_file(path), path.string());
 }
 
 void Config::record_origins(const YAML::Node& node, const std::string& prefix, const std::string& file) {
@@ -121,10 +115,15 @@ void Config::apply_override(const std::string& text) {
   const std::vector<std::string> parts = split_path(o.key);
   YAML::Node value;
   if (o.has_value) {
+    if (const size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
+      throw Error(fmt::format("override '{}': invalid UTF-8 at byte {} (0x{:02x}); overrides must be UTF-8 text",
+                              shorten_for_message(text.substr(0, bad)), bad, static_cast<unsigned char>(text[bad])));
+    }
     try {
-      value = YAML::Load(o.value);
-    } catch (const YAML::Exception& e) {
-      throw Error("override '" + text + "': value is not valid YAML: " + e.msg);
+      value = load_yaml(o.value, "value");
+    } catch (const Error& e) {
+      throw Error("override '" + shorten_for_message(text) +
+                  "': value is not valid YAML or breaks a limit: " + e.what());
     }
   }
 

@@ -9,7 +9,7 @@ namespace attnrt {
 const std::vector<std::string>& settings_keys() {
   static const std::vector<std::string> keys = {
       "device",   "strict",       "num_threads", "plugin_dirs", "default_implementation",
-      "fallback", "known_issues", "rules_files", "log_level"};
+      "fallback", "known_issues", "rules_files", "log_level",   "allow_writable_plugins"};
   return keys;
 }
 
@@ -32,7 +32,9 @@ std::filesystem::path resolve_path(const Config& config, const std::string& dott
     if (o.override.empty() && !o.file.empty() && o.file.front() != '<')
       p = std::filesystem::path(o.file).parent_path() / p;
   }
-  return p;
+  // Absolute from here on: the registry never searches relative to the working directory,
+  // which may change; a relative one given on purpose is taken relative to it now.
+  return std::filesystem::absolute(p);
 }
 }  // namespace
 
@@ -57,6 +59,8 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
         s.default_implementation = v.as<std::string>();
       else if (key == "known_issues")
         s.known_issues = v.as<bool>();
+      else if (key == "allow_writable_plugins")
+        s.allow_writable_plugins = v.as<bool>();
       else if (key == "log_level")
         s.log_level = v.as<std::string>();
       else if (key == "plugin_dirs" || key == "rules_files") {

@@ -1,5 +1,6 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/manifest.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
@@ -24,13 +25,7 @@ fs::path only_library(const fs::path& dir, const fs::path& manifest) {
 }
 
 Manifest from_yaml(const fs::path& file, const fs::path& dir) {
-  YAML::Node node;
-  try {
-    node = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
-                e.msg);
-  }
+  const YAML::Node node = load_yaml_file(file);  // limits, UTF-8, duplicate keys: yaml_input.hpp
   if (!node.IsMap()) throw Error(file.string() + ": a plugin manifest must be a mapping");
   auto at = [&](const char* key) { return node[key]; };
   auto where = [&](const char* key) {

@@ -1,6 +1,9 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
+#include "elf_check.hpp"
+#include "file_trust.hpp"
+
 #include <boost/dll/shared_library.hpp>
 
 #include <fmt/format.h>
@@ -42,11 +45,26 @@ std::string libraries_beside(const fs::path& path) {
 // a file that exists but cannot serve as a plugin of this runtime (not loadable here, not an
 // attnrt plugin, another ABI major, a malformed function table) is UNSUPPORTED, the status a
 // resolution that passes over it reports too.
-std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path) {
+std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool allow_writable) {
   const std::string where = path.string();
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(where + ": no such file" + libraries_beside(path));
   if (!fs::is_regular_file(path, ec)) throw Error(where + ": not a regular file");
+  if (!allow_writable && !writable_plugins_allowed_by_environment()) {
+    const fs::path folder = fs::absolute(path, ec).parent_path();
+    for (const fs::path& p : {path, folder}) {
+      if (const std::string why = writable_by_others(p); !why.empty()) {
+        throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                    fmt::format("{}: refused: {}{}; {}", where,
+                                p == path ? "the plugin is a " : "its folder " + p.string() + " is a ", why,
+                                writable_plugins_override_hint()));
+      }
+    }
+  }
+  // Before dlopen: ld.so trusts the headers, and a truncated or damaged file would kill the
+  // process (SIGBUS on a segment past the end of the file) instead of failing the call.
+  if (const std::string problem = elf_problem(path); !problem.empty())
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": not a loadable shared library (" + problem + ")");
   // One library at a time in the process: runtimes on several threads may open one library at
   // once, and the ABI does not ask a plugin's entry point to be reentrant.
   static std::mutex open_mutex;

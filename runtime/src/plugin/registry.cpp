@@ -1,7 +1,11 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/registry.hpp>
 
+#include "file_trust.hpp"
+
 #include <boost/dll/runtime_symbol_info.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +14,9 @@
 namespace attnrt {
 namespace fs = std::filesystem;
 
-Registry::Registry(std::vector<fs::path> search_dirs) : search_dirs_(std::move(search_dirs)) {
+Registry::Registry(std::vector<fs::path> search_dirs, bool allow_writable)
+    : search_dirs_(std::move(search_dirs)),
+      allow_writable_(allow_writable || writable_plugins_allowed_by_environment()) {
   for (const fs::path& dir : search_dirs_) scan_dir(dir);
 }
 
@@ -69,13 +75,33 @@ void Registry::add(PluginRecord record) {
 
 void Registry::scan_dir(const fs::path& dir) {
   std::error_code ec;
+  if (dir.is_relative()) {
+    scan_problems_.push_back(
+        fmt::format("search folder '{}' is relative and was not searched: attnrt never searches "
+                    "the current directory implicitly (make ATTNRT_PLUGIN_PATH entries absolute)",
+                    dir.string()));
+    return;
+  }
   if (!fs::is_directory(dir, ec)) return;
+  if (!allow_writable_) {
+    if (const std::string why = writable_by_others(dir); !why.empty()) {
+      scan_problems_.push_back(fmt::format("search folder {} refused: {}; nothing in it is loaded; {}", dir.string(),
+                                           why, writable_plugins_override_hint()));
+      return;
+    }
+  }
   std::vector<fs::path> entries;
   for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
   std::sort(entries.begin(), entries.end());  // deterministic precedence inside one folder
   for (const fs::path& path : entries) {
     try {
       if (fs::is_directory(path)) {
+        if (!allow_writable_ && (fs::exists(path / "plugin.yaml") || fs::exists(path / "config.json"))) {
+          if (const std::string why = writable_by_others(path); !why.empty()) {
+            throw Error(ATTNRT_ERROR_UNSUPPORTED, fmt::format("{}: refused: plugin folder is a {}; {}", path.string(),
+                                                              why, writable_plugins_override_hint()));
+          }
+        }
         if (auto manifest = read_manifest(path)) {
           PluginRecord r{manifest->name, manifest->aliases, manifest->library, manifest, dir.string()};
           add(std::move(r));
@@ -84,12 +110,12 @@ void Registry::scan_dir(const fs::path& dir) {
         // reachable by path or by org/name.
       } else if (path.extension() == ".so") {
         // A loose library is named by its own entry point, so it has to be opened.
-        auto lib = PluginLibrary::open(path);
+        auto lib = PluginLibrary::open(path, allow_writable_);
         loaded_[fs::weakly_canonical(path).string()] = lib;
         add(PluginRecord{lib->name(), {}, path, std::nullopt, dir.string()});
       }
     } catch (const Error& e) {
-      scan_problems_.push_back(e.what());
+      broken_.push_back(BrokenPlugin{path, e.what(), dir.string()});
     }
   }
 }
@@ -111,7 +137,7 @@ std::shared_ptr<PluginLibrary> Registry::load(const PluginRecord& record) {
     // run) by the first, under the lock, and shared. A failed open leaves no entry.
     std::lock_guard<std::mutex> lock(load_mutex_);
     auto it = loaded_.find(key);
-    lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library);
+    lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library, allow_writable_);
     loaded_[key] = lib;
   }
   if (record.manifest && lib->name() != record.manifest->name) {

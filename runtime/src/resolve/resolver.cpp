@@ -1,5 +1,6 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/resolver.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -69,7 +70,7 @@ std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, con
         *reason = fmt::format(
             "hub plugin '{}' is not installed; attnrt never downloads plugins: put its folder (with "
             "plugin.yaml) at <plugin dir>/{} under one of: {}",
-            candidate, dir, join_dirs(registry_.search_dirs()));
+            shorten_for_message(candidate), shorten_for_message(dir), join_dirs(registry_.search_dirs()));
         return nullptr;
       }
       return backend_for_record(*r, reason);
@@ -79,7 +80,8 @@ std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, con
   }
   const PluginRecord* record = registry_.find(candidate, device_word(device_));
   if (record == nullptr) {
-    *reason = fmt::format("not installed (no plugin named '{}' in {})", candidate, join_dirs(registry_.search_dirs()));
+    *reason = fmt::format("not installed (no plugin named '{}' in {})", shorten_for_message(candidate),
+                          join_dirs(registry_.search_dirs()));
     return nullptr;
   }
   return backend_for_record(*record, reason);
@@ -108,7 +110,7 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
   res.normalized = value;
   if (auto it = deprecations_.aliases.find(value); it != deprecations_.aliases.end()) {
     res.normalized = it->second;
-    res.notes.push_back(fmt::format("'{}' is a deprecated name; use '{}'", value, it->second));
+    res.notes.push_back(fmt::format("'{}' is a deprecated name; use '{}'", shorten_for_message(value), it->second));
   }
   const ParsedValue requested = classify_value(res.normalized);
 
@@ -149,7 +151,7 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
     if (!reason.empty() || !backend) {
       res.attempts.push_back({candidate, reason});
       const bool last = i + 1 == candidates.size();
-      spdlog::warn("{}: {} {} on {}: {}.{}", site, candidate,
+      spdlog::warn("{}: {} {} on {}: {}.{}", site, shorten_for_message(candidate),
                    i == 0 && requested.form != ValueForm::kAuto ? "requested but not usable" : "not usable", res.device,
                    reason, last ? "" : fmt::format(" Falling back to '{}'", candidates[i + 1]));
       continue;
@@ -160,15 +162,16 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
     res.description = backend->library().api().description ? backend->library().api().description : "";
     res.fell_back = requested.form != ValueForm::kAuto && i > 0;
     spdlog::info("{}: attention backend: {} ({}) on {}{}", site, res.chosen, res.description, res.device,
-                 res.fell_back ? fmt::format(", falling back from '{}'", res.normalized) : "");
+                 res.fell_back ? fmt::format(", falling back from '{}'", shorten_for_message(res.normalized)) : "");
     return res;
   }
 
   std::string reasons;
-  for (const Attempt& a : res.attempts) reasons += fmt::format("\n  - {}: {}", a.candidate, a.reason);
+  for (const Attempt& a : res.attempts)
+    reasons += fmt::format("\n  - {}: {}", shorten_for_message(a.candidate), a.reason);
   if (settings_.strict && requested.form != ValueForm::kAuto) {
     res.error = fmt::format("{}: strict mode: '{}' cannot be used on {} and fallback is disabled (attnrt.strict):{}",
-                            site, res.normalized, res.device, reasons);
+                            site, shorten_for_message(res.normalized), res.device, reasons);
   } else if (res.error.empty()) {
     res.error = fmt::format("{}: no attention backend can run this call on {}:{}", site, res.device, reasons);
   }

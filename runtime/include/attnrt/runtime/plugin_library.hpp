@@ -22,11 +22,19 @@ namespace attnrt {
 class ATTNRT_API PluginLibrary {
  public:
   // Loads `path` and validates it:
-  //  - the file exists and is a loadable shared library (else: the loader's message);
+  //  - the file exists;
+  //  - neither it nor its folder is writable by other users, nor owned by another user than
+  //    this one or root (else refused with the reason; `allow_writable`, or the environment's
+  //    ATTNRT_ALLOW_WRITABLE_PLUGINS=1, skips this check on purpose);
+  //  - its ELF structure is sound for this host before the dynamic loader sees it (class,
+  //    machine, every segment and section inside the file, ...; elf_check.hpp), else the
+  //    reason, never a crash;
+  //  - it is a loadable shared library (else: the loader's message);
   //  - it exports ATTNRT_PLUGIN_ENTRY_SYMBOL (else: "not an attnrt plugin");
   //  - its ABI major equals ATTNRT_ABI_VERSION_MAJOR (else: both versions named);
   //  - its function table and capabilities are complete for ABI 1.0.
-  static std::shared_ptr<PluginLibrary> open(const std::filesystem::path& path);
+  // Every refusal of a file that exists is status UNSUPPORTED and names the path.
+  static std::shared_ptr<PluginLibrary> open(const std::filesystem::path& path, bool allow_writable = false);
   ~PluginLibrary();
 
   const attnrt_plugin_api& api() const { return *api_; }

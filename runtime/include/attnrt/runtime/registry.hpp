@@ -2,6 +2,11 @@
 // config's `attnrt.plugin_dirs`, ATTNRT_PLUGIN_PATH (colon-separated), and the `attnrt/plugins`
 // folder next to libattnrt itself. In each directory a plugin is either a sub-directory with a
 // manifest (plugin.yaml or config.json) or a loose lib*.so (named by its own entry point).
+// Search directories must be absolute: the current directory is never searched implicitly (a
+// relative ATTNRT_PLUGIN_PATH entry is refused with a reason). A folder, plugin folder or library
+// that other users can write to is refused with the reason (file_trust.hpp) unless
+// `allow_writable` says otherwise on purpose. What is found but cannot serve (a corrupt or
+// refused library, an unreadable manifest) is kept as a broken entry with its reason.
 // Libraries are loaded lazily, once, and shared. Two plugins may share a name when their
 // manifests list different devices; otherwise the first directory's wins.
 //
@@ -32,10 +37,17 @@ struct PluginRecord {
   std::string found_in;  // the search directory (or "path" for explicit paths)
 };
 
+// A plugin found in a search folder that cannot be used, and why (listed by `attnrt list`).
+struct BrokenPlugin {
+  std::filesystem::path path;  // the library file or plugin folder
+  std::string reason;          // the full message, naming the path
+  std::string found_in;        // the search directory
+};
+
 class ATTNRT_API Registry {
  public:
   // Directories are scanned in the order given; the first plugin of a name wins.
-  explicit Registry(std::vector<std::filesystem::path> search_dirs);
+  explicit Registry(std::vector<std::filesystem::path> search_dirs, bool allow_writable = false);
 
   // The folder next to the loaded libattnrt: <libdir>/attnrt/plugins.
   static std::filesystem::path builtin_plugin_dir();
@@ -44,8 +56,11 @@ class ATTNRT_API Registry {
 
   const std::vector<std::filesystem::path>& search_dirs() const { return search_dirs_; }
   const std::vector<PluginRecord>& plugins() const { return plugins_; }
-  // Problems met while scanning (unreadable manifests, loose files that are not plugins).
+  // Problems met while scanning that are not a plugin's (a refused or relative search folder).
   const std::vector<std::string>& scan_problems() const { return scan_problems_; }
+  // Plugins found but unusable: loose libraries that fail to load (corrupt, not a plugin,
+  // writable by others), plugin folders with an unreadable manifest or unsafe permissions.
+  const std::vector<BrokenPlugin>& broken() const { return broken_; }
 
   // By registered name or alias; nullptr when unknown. One name may be served by several
   // plugins for different devices (eager on the CPU and eager on CUDA, each with its own
@@ -74,6 +89,8 @@ class ATTNRT_API Registry {
   std::mutex load_mutex_;                                         // guards loaded_ once the scan is over
   std::map<std::string, std::shared_ptr<PluginLibrary>> loaded_;  // by canonical library path
   std::vector<std::string> scan_problems_;
+  std::vector<BrokenPlugin> broken_;
+  bool allow_writable_ = false;
 };
 
 }  // namespace attnrt

@@ -23,6 +23,9 @@ struct ATTNRT_API Settings {
   bool known_issues = true;                        // apply known_issues.yaml
   std::vector<std::filesystem::path> rules_files;  // extra rule files
   std::string log_level = "info";
+  // Load plugins from files and folders that other users can write to (refused otherwise; also
+  // ATTNRT_ALLOW_WRITABLE_PLUGINS=1). Only for a machine where that is known to be safe.
+  bool allow_writable_plugins = false;
 
   std::vector<std::string> fallback_chain(const DeviceInfo& device) const;
 };
