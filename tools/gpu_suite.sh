@@ -18,6 +18,8 @@ cublas_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(list(nvidi
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
 attnrt="$here/bin/attnrt"
 status=0
+# The copy may arrive group- or world-writable; attnrt refuses plugin folders writable by others.
+chmod -R go-w "$here" 2> /dev/null || true
 step() { [[ " $steps " == *" $1 "* ]]; }
 
 if step 1; then
