@@ -123,6 +123,25 @@ attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_t num_t
   return exec;
 }
 
+// One forward or backward call with the GIL released: into the caller's workspace when one is
+// given (no allocation on the call path), else into attnrt's own.
+template <class Args, class Plain, class WithWorkspace>
+void call_backend(const Backend& self, const attnrt_attention_desc& desc, const Args& a, const OptArray& workspace,
+                  uintptr_t stream, int32_t num_threads, Plain plain, WithWorkspace with_workspace) {
+  Message msg;
+  attnrt_status status;
+  {
+    nb::gil_scoped_release release;
+    if (workspace) {
+      const attnrt_exec exec = make_exec(workspace, stream, num_threads);
+      status = with_workspace(self.handle, &desc, &a, &exec, &msg.m);
+    } else {
+      status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
+    }
+  }
+  check(status, msg);
+}
+
 }  // namespace
 
 NB_MODULE(_attnrt, m) {
@@ -257,19 +276,8 @@ NB_MODULE(_attnrt, m) {
             a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
             a.seqused_k = c.add(seqused_k, "seqused_k");
             a.block_table = c.add(block_table, "block_table");
-            Message msg;
-            attnrt_status status;
-            {
-              nb::gil_scoped_release release;
-              if (workspace) {
-                const attnrt_exec exec = make_exec(workspace, stream, num_threads);
-                status = attnrt_backend_forward_with_workspace(self.handle, &desc, &a, &exec, &msg.m);
-              } else {
-                status = attnrt_backend_forward(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream),
-                                                &msg.m);
-              }
-            }
-            check(status, msg);
+            call_backend(self, desc, a, workspace, stream, num_threads, attnrt_backend_forward,
+                         attnrt_backend_forward_with_workspace);
           },
           nb::arg("desc"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none() = nb::none(),
           nb::arg("sinks").none() = nb::none(), nb::arg("alibi_slopes").none() = nb::none(),
@@ -303,19 +311,8 @@ NB_MODULE(_attnrt, m) {
             a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
             a.seqused_k = c.add(seqused_k, "seqused_k");
             a.block_table = c.add(block_table, "block_table");
-            Message msg;
-            attnrt_status status;
-            {
-              nb::gil_scoped_release release;
-              if (workspace) {
-                const attnrt_exec exec = make_exec(workspace, stream, num_threads);
-                status = attnrt_backend_backward_with_workspace(self.handle, &desc, &a, &exec, &msg.m);
-              } else {
-                status = attnrt_backend_backward(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream),
-                                                 &msg.m);
-              }
-            }
-            check(status, msg);
+            call_backend(self, desc, a, workspace, stream, num_threads, attnrt_backend_backward,
+                         attnrt_backend_backward_with_workspace);
           },
           nb::arg("desc"), nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse"),
           nb::arg("dq"), nb::arg("dk"), nb::arg("dv"), nb::arg("dsinks").none() = nb::none(),

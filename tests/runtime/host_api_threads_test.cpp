@@ -33,6 +33,7 @@ namespace attnrt {
 namespace {
 
 using test::difference;
+using test::expect_no_problems;
 using test::HostRuntime;
 using test::Message;
 using test::Outcome;
@@ -279,13 +280,7 @@ TEST(HostApiThreads, SharedRuntimeMatchesSingleThreadedRunBitForBit) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   attnrt_backend_release(held);
 
-  size_t count = 0;
-  for (size_t t = 0; t < problems.size(); ++t) {
-    for (const std::string& p : problems[t]) {
-      if (++count <= 20) ADD_FAILURE() << "thread " << t << ": " << p;
-    }
-  }
-  EXPECT_EQ(count, 0u) << "calls that differ from the single-threaded run";
+  expect_no_problems(problems);
   const size_t calls = static_cast<size_t>(kWorkers) * kRounds * (jobs.size() + 1);
   std::printf(
       "%d threads on one runtime (%zu resolutions with their forward and backward calls) and %d creating "

@@ -7,6 +7,7 @@
 #include <attnrt/harness/host_tensor.hpp>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
@@ -86,6 +87,17 @@ inline std::string difference(const Outcome& want, const Outcome& got) {
     if (!same_bits(want.*member, got.*member)) d += std::string(" ") + name + " differs;";
   }
   return d;
+}
+
+// Fails the test with each thread's problems (the first 20 of them; problems[t] is thread t's).
+inline void expect_no_problems(const std::vector<std::vector<std::string>>& problems) {
+  size_t count = 0;
+  for (size_t t = 0; t < problems.size(); ++t) {
+    for (const std::string& p : problems[t]) {
+      if (++count <= 20) ADD_FAILURE() << "thread " << t << ": " << p;
+    }
+  }
+  EXPECT_EQ(count, 0u) << "calls that differ from the single-threaded run";
 }
 
 }  // namespace attnrt::test
