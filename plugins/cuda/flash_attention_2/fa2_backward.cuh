@@ -1,6 +1,6 @@
 // FlashAttention-2 backward (Dao 2023, Algorithm 2). P is recomputed from q, k and the forward's
 // lse:
-//   1. softmax_d_kernel: D_i = rowsum(dO_i * O_i)                   (fa2_backward_rows.cuh)
+//   1. softmax_d_kernel: D_i = rowsum(dO_i * O_i)                   (attnrt_cuda/backward_rows.cuh)
 //   2. one CTA per block of keys of one kv head walks every visible query block of every q head
 //      of its GQA group:
 //        S^T = K Q^T,  P^T = exp(S^T - lse),  dV += P^T dO,  dP^T = V dO^T,
@@ -16,7 +16,7 @@
 //      order on every run).
 #pragma once
 
-#include "fa2_backward_rows.cuh"
+#include <attnrt_cuda/backward_rows.cuh>
 #include "fa2_dkdv.cuh"
 #include "fa2_dkdv_split.cuh"
 #include "fa2_dq.cuh"

@@ -15,8 +15,8 @@
 // elsewhere the launcher runs dkdv_split_kernel, and this kernel is compiled as a trap.
 #pragma once
 
-#include "fa2_backward_rows.cuh"
-#include "fa2_query_walk.cuh"
+#include <attnrt_cuda/backward_rows.cuh>
+#include <attnrt_cuda/query_walk.cuh>
 
 #include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>

@@ -3,8 +3,8 @@
 // (dV only, then dK and, unless deterministic, dQ), each recomputing P.
 #pragma once
 
-#include "fa2_backward_rows.cuh"
-#include "fa2_query_walk.cuh"
+#include <attnrt_cuda/backward_rows.cuh>
+#include <attnrt_cuda/query_walk.cuh>
 
 #include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/warp_gemm.cuh>

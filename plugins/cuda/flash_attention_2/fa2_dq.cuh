@@ -1,7 +1,7 @@
 // The deterministic path's dQ pass: every dQ element has one writer, so repeats are bit-identical.
 #pragma once
 
-#include "fa2_backward_rows.cuh"
+#include <attnrt_cuda/backward_rows.cuh>
 #include "fa2_query_block.cuh"
 
 #include <attnrt_cuda/score_policy.cuh>

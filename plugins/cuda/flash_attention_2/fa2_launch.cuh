@@ -74,11 +74,6 @@ cudaError_t launch_dkdv_split(const AttentionParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
-inline size_t lse_rows(const AttentionParams& p) {
-  return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
-}
-
 // Whether the current device is sm_90 or newer with at least `smem_bytes` of opt-in shared memory
 // per CTA, asked once per device and remembered (backward calls are a hot path).
 inline bool device_has_sm90_smem(size_t smem_bytes) {
@@ -124,23 +119,10 @@ cudaError_t launch_dkdv_any(const AttentionParams& p, cudaStream_t stream) {
 template <class T, int HD, class Policy>
 cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
-  const bool fused_dq = p.dq_accum != nullptr;
-  const dim3 row_grid(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
-  if (p.seqlen_q > 0) {
-    softmax_d_kernel<T, HD, Policy><<<row_grid, 128, 0, stream>>>(p);
-    ATTNRT_CUDA_TRY(cudaGetLastError());
-    if (fused_dq) ATTNRT_CUDA_TRY(cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream));
-  }
-  if (p.dsinks) {  // sinks: every row's share is written above (zero-length calls: all zero)
-    dsinks_kernel<<<p.heads_q, 256, 0, stream>>>(p);  // 256: its template's thread count
-    ATTNRT_CUDA_TRY(cudaGetLastError());
-  }
+  ATTNRT_CUDA_TRY((launch_backward_rows<T, HD, Policy>(p, stream)));
   if (p.seqlen_k > 0) ATTNRT_CUDA_TRY((launch_dkdv_any<T, HD, Policy>(p, stream)));
   if (p.seqlen_q == 0) return cudaSuccess;
-  if (fused_dq) {
-    dq_convert_kernel<T, HD><<<row_grid, 128, 0, stream>>>(p);
-    return cudaGetLastError();
-  }
+  if (p.dq_accum) return launch_dq_convert<T, HD>(p, stream);
   using Tile = DqTile<HD, C::kDqBM, C::kDqBN>;
   auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));

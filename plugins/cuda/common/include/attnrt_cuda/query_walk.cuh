@@ -1,12 +1,12 @@
-// What the two dK/dV kernels share: the (q head, query block) steps one CTA of a key block walks
-// (every block of BM queries that sees the keys, as the score policy's query_blocks gives them,
-// of every q head of the kv head's GQA group, head-major), the loads of a step's Q and dO
-// tiles, and its rows' lse and D.
+// What the dK/dV kernels (flash_attention_2's two, flash_attention_3's) share: the (q head, query
+// block) steps one CTA of a key block walks (every block of BM queries that sees the keys, as the
+// score policy's query_blocks gives them, of every q head of the kv head's GQA group,
+// head-major), the loads of a step's Q and dO tiles, and its rows' lse and D.
 #pragma once
 
 #include <attnrt_cuda/tile.cuh>
 
-namespace attnrt::cuda::fa2 {
+namespace attnrt::cuda {
 
 // A query row's lse and D (FlashAttention-2, Algorithm 2), as the forward and softmax_d_kernel
 // wrote them. Rows past the sequence keep the defaults: as if the row saw no key.
@@ -73,4 +73,4 @@ struct QueryWalk {
   }
 };
 
-}  // namespace attnrt::cuda::fa2
+}  // namespace attnrt::cuda

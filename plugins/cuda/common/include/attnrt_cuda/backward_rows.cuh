@@ -1,11 +1,15 @@
-// The backward's row-wise kernels (one warp per query row) and the atomic add dQ is
-// accumulated with.
+// The backward's row-wise kernels (one warp per query row: D, the dsinks sum, the dQ conversion)
+// and the atomic adds dQ is accumulated with, shared by flash_attention_2's and
+// flash_attention_3's backward.
 #pragma once
 
 #include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/tile.cuh>
 
-namespace attnrt::cuda::fa2 {
+#include <cuda_runtime_api.h>
+#include <attnrt_cuda/tile.cuh>
+
+namespace attnrt::cuda {
 
 // The query row a warp of a row kernel owns: grid (ceil(seqlen_q / 4), heads_q, batch), 4 warps
 // per CTA. `valid` is false past the sequence's end.
@@ -120,4 +124,36 @@ __device__ __forceinline__ void atomic_add4(float* addr, float4 v) {
 #endif
 }
 
-}  // namespace attnrt::cuda::fa2
+// Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
+inline size_t lse_rows(const AttentionParams& p) {
+  return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
+}
+
+// What a backward launches before its dK/dV kernel: D (and, through the policy, each row's share
+// of dsinks), the zeroed dQ accumulator when the call accumulates one, and the dsinks sum.
+template <class T, int HD, class Policy>
+cudaError_t launch_backward_rows(const AttentionParams& p, cudaStream_t stream) {
+  if (p.seqlen_q > 0) {
+    const dim3 row_grid(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
+    softmax_d_kernel<T, HD, Policy><<<row_grid, 128, 0, stream>>>(p);
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && p.dq_accum)
+      err = cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream);
+    if (err != cudaSuccess) return err;
+  }
+  if (p.dsinks) {  // sinks: every row's share is written above (zero-length calls: all zero)
+    dsinks_kernel<<<p.heads_q, 256, 0, stream>>>(p);  // 256: its template's thread count
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+// After the dK/dV kernel of a call with a dQ accumulator: dq = softmax_scale * dq_accum.
+template <class T, int HD>
+cudaError_t launch_dq_convert(const AttentionParams& p, cudaStream_t stream) {
+  if (p.seqlen_q == 0) return cudaSuccess;
+  dq_convert_kernel<T, HD><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace attnrt::cuda
