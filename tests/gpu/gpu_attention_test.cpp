@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -35,13 +36,15 @@ namespace {
 using namespace gpu_test;
 
 // The error of dsinks computed the way every flash backward must (FlashAttention-4's learnable-sink
-// backward): from D_i = rowsum(dO_i * O_i) with O as the forward stores it, rounded to the call's
-// dtype. CUDA eager keeps its own O in fp32, so its dsinks error is no baseline for a kernel that
-// reads the stored O: summed over every row of a head, the rounding of O (bf16: 2^-9) dominates.
-double stored_out_dsinks_error(const Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
+// backward): from D_i = rowsum(dO_i * O_i) with O as a forward stored it (`out`, in the call's
+// dtype), summed exactly. CUDA eager keeps its own O in fp32, so its dsinks error is no baseline
+// for a kernel that reads the stored O: summed over every row of a head, the rounding of O
+// (bf16: 2^-9) dominates. With the reference's O rounded to the dtype this is the error the
+// rounding alone brings; with the kernel's own stored O, the error its forward (checked on its
+// own under the rule) hands to its backward.
+double dsinks_error_from_out(const Workload& w, const HostTensor& out, const ReferenceForward& ref,
+                             const ReferenceBackward& gref) {
   const attnrt_attention_desc& d = w.desc;
-  HostTensor out(w.out.shape(), w.out.dtype());  // the reference output, rounded to the dtype
-  for (int64_t i = 0; i < out.numel(); ++i) out.set(i, ref.out[size_t(i)]);
   const bool varlen = d.is_varlen != 0;
   const int64_t rows = varlen ? w.q.shape()[0] : int64_t(d.batch) * d.seqlen_q;  // query tokens
   const int hq = d.heads_q, dv = d.head_dim_v;
@@ -61,6 +64,12 @@ double stored_out_dsinks_error(const Workload& w, const ReferenceForward& ref, c
     if (std::isfinite(sinks[h])) worst = std::max(worst, std::abs(dsink - gref.dsinks[size_t(h)]));
   }
   return worst;
+}
+
+double stored_out_dsinks_error(const Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
+  HostTensor out(w.out.shape(), w.out.dtype());  // the reference output, rounded to the dtype
+  for (int64_t i = 0; i < out.numel(); ++i) out.set(i, ref.out[size_t(i)]);
+  return dsinks_error_from_out(w, out, ref, gref);
 }
 
 // Checks `plugin` against CUDA eager under the rule above, forward and every backward path, on
@@ -87,19 +96,26 @@ void check_against_eager(const std::string& plugin, const WorkloadSpec& spec,
   const double stored_out_dsinks = spec.sinks ? stored_out_dsinks_error(w, ref, gref) : 0.0;
   // Every backward path: the single pass (dQ accumulated in fp32 by bulk reduce-adds or atomics),
   // the deterministic two-pass one, and, up to head_dim 128, the split dK/dV kernel that GPUs
-  // without sm_90's shared memory take (forced here by ATTNRT_FA2_BACKWARD=split).
+  // without sm_90's shared memory take (forced here by ATTNRT_FA2_BACKWARD=split). The sink
+  // plugin runs flash_attention_3's kernels on Hopper; its flash_attention_2 path (every other
+  // GPU) is forced there by ATTNRT_SINK_KERNELS.
   struct Path {
     const char* name;
     const char* property;  // suffix of the recorded errors
     int deterministic;
-    bool split;
+    const char* env = nullptr;  // forced with this environment variable = value
+    const char* value = nullptr;
   };
-  for (const Path& path :
-       {Path{"single-pass backward", "_single", 0, false}, Path{"deterministic backward", "", 1, false},
-        Path{"split single-pass backward", "_split", 0, true}}) {
-    if (path.split && spec.head_dim > 128) continue;  // the split kernel is already their only one
+  std::vector<Path> paths = {Path{"single-pass backward", "_single", 0}, Path{"deterministic backward", "", 1}};
+  if (spec.head_dim <= 128) {  // the split kernel is already the only one above
+    paths.push_back(Path{"split single-pass backward", "_split", 0, "ATTNRT_FA2_BACKWARD", "split"});
+  }
+  if (plugin == "sink" && gpu.device.cuda_arch == 90) {
+    paths.push_back(Path{"flash_attention_2 kernels", "_fa2", 0, "ATTNRT_SINK_KERNELS", "flash_attention_2"});
+  }
+  for (const Path& path : paths) {
     SCOPED_TRACE(path.name);
-    const ScopedEnv force("ATTNRT_FA2_BACKWARD", path.split ? "split" : nullptr);
+    const ScopedEnv force(path.env ? path.env : "ATTNRT_FA2_BACKWARD", path.env ? path.value : nullptr);
     w.desc.deterministic = path.deterministic;
     const Errors got = run(candidate, w, ref, gref);
     expect_within("out", got.out, base.out, floor);
@@ -107,7 +123,10 @@ void check_against_eager(const std::string& plugin, const WorkloadSpec& spec,
     expect_within("dq", got.dq, base.dq, floor);
     expect_within("dk", got.dk, base.dk, floor);
     expect_within("dv", got.dv, base.dv, floor);
-    if (spec.sinks) expect_within("dsinks", got.dsinks, std::max(base.dsinks, stored_out_dsinks), floor);
+    if (spec.sinks) {  // w.out is the candidate's forward output here
+      const double own_out_dsinks = dsinks_error_from_out(w, w.out, ref, gref);
+      expect_within("dsinks", got.dsinks, std::max({base.dsinks, stored_out_dsinks, own_out_dsinks}), floor);
+    }
     testing::Test::RecordProperty(fmt::format("err_out{}", path.property),
                                   fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
     testing::Test::RecordProperty(fmt::format("err_dq{}", path.property),
@@ -207,7 +226,8 @@ std::vector<Case> grid() {
 INSTANTIATE_TEST_SUITE_P(Grid, FlashAttention2Grid, testing::ValuesIn(grid()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-// ---- sink: gpt-oss attention sinks on flash_attention_2's kernels (issue 14's sm_80 path).
+// ---- sink: gpt-oss attention sinks on flash_attention_3's kernels on Hopper and
+// flash_attention_2's (issue 14's sm_90a and sm_80 paths).
 
 class SinkGrid : public testing::TestWithParam<Case> {};
 
@@ -314,28 +334,37 @@ INSTANTIATE_TEST_SUITE_P(Sink, SinkGrid, testing::ValuesIn(sink_grid()),
 INSTANTIATE_TEST_SUITE_P(Sink, SinkEdgeGrid, testing::ValuesIn(sink_edge_grid()),
                          [](const testing::TestParamInfo<SinkCase>& i) { return i.param.c.name; });
 
-// A sink of -inf is no sink: the sink plugin then matches flash_attention_2 bit for bit (same
-// kernels, same order of operations), and dsinks is 0 there.
-TEST(SinkPlugin, MinusInfinitySinksEqualFlashAttention2BitForBit) {
+// A sink of -inf is no sink: the sink plugin then matches the plugin of its kernel family bit
+// for bit (same kernels, same order of operations): flash_attention_3 on Hopper, and
+// flash_attention_2 on its own path (forced on Hopper, the only one elsewhere).
+TEST(SinkPlugin, MinusInfinitySinksEqualTheirFamilyBitForBit) {
   Gpu& gpu = Gpu::get();
   if (!gpu.skip_reason.empty()) GTEST_SKIP() << gpu.skip_reason;
   WorkloadSpec spec = shape(ATTNRT_DTYPE_BF16, 64, 2, 200, 200, 8, 2);
   spec.causal = true;
   spec.sinks = true;
-  Workload w = gpu_workload(gpu, spec);
-  float* sinks = static_cast<float*>(w.sinks.data());
-  for (int h = 0; h < w.desc.heads_q; ++h) sinks[h] = -INFINITY;
-  DeviceWorkload dw(w, w.desc.device);
-  attnrt_forward_args fa = dw.forward_args();
-  gpu.backend("sink")->forward(w.desc, fa, 0);
-  dw.download_forward_outputs();
-  const HostTensor out_sink = w.out, lse_sink = w.lse;
-  w.desc.has_sinks = 0;
-  fa.sinks = nullptr;
-  gpu.backend("flash_attention_2")->forward(w.desc, fa, 0);
-  dw.download_forward_outputs();
-  EXPECT_EQ(std::memcmp(out_sink.data(), w.out.data(), out_sink.nbytes()), 0);
-  EXPECT_EQ(std::memcmp(lse_sink.data(), w.lse.data(), lse_sink.nbytes()), 0);
+  std::vector<std::pair<std::string, const char*>> families = {{"flash_attention_2", "flash_attention_2"}};
+  if (gpu.device.cuda_arch == 90 && gpu.registry->find("flash_attention_3", "cuda")) {
+    families.emplace_back("flash_attention_3", nullptr);
+  }
+  for (const auto& [family, force] : families) {
+    SCOPED_TRACE(family);
+    const ScopedEnv env("ATTNRT_SINK_KERNELS", force);
+    Workload w = gpu_workload(gpu, spec);
+    float* sinks = static_cast<float*>(w.sinks.data());
+    for (int h = 0; h < w.desc.heads_q; ++h) sinks[h] = -INFINITY;
+    DeviceWorkload dw(w, w.desc.device);
+    attnrt_forward_args fa = dw.forward_args();
+    gpu.backend("sink")->forward(w.desc, fa, 0);
+    dw.download_forward_outputs();
+    const HostTensor out_sink = w.out, lse_sink = w.lse;
+    w.desc.has_sinks = 0;
+    fa.sinks = nullptr;
+    gpu.backend(family)->forward(w.desc, fa, 0);
+    dw.download_forward_outputs();
+    EXPECT_EQ(std::memcmp(out_sink.data(), w.out.data(), out_sink.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(lse_sink.data(), w.lse.data(), lse_sink.nbytes()), 0);
+  }
 }
 
 // The sign of dsinks against a central finite difference of L = sum(out * dout) in fp64 (the

@@ -31,6 +31,6 @@ cudaError_t run_forward(const AttentionParams& p, const ForwardMaps& maps, bool 
 }  // namespace attnrt::cuda::fa3
 
 // Instantiates run_forward of (Policy, HD) for fp16 and bf16 in the including .cu file.
-#define ATTNRT_FA3_INSTANTIATE(Policy, HD)                         \
+#define ATTNRT_FA3_INSTANTIATE_FORWARD(Policy, HD)                 \
   template cudaError_t attnrt::cuda::fa3::run_forward<Policy, HD>( \
       const attnrt::cuda::AttentionParams&, const attnrt::cuda::fa3::ForwardMaps&, bool, cudaStream_t);

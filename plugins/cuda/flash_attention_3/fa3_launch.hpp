@@ -1,7 +1,8 @@
 // Host entry points of the flash_attention_3 kernels for a score policy (score_policy.cuh) and a
-// head_dim, one translation unit per instantiation (written from fa3_instantiation.cu.in) so
-// the build compiles them in parallel. The caller builds the TMA descriptors (tensor_map.hpp)
-// with the box sizes below. Launches are asynchronous on `stream` and return the first error.
+// head_dim, one translation unit per instantiation and direction (written from fa3_forward.cu.in
+// and fa3_backward.cu.in) so the build compiles them in parallel. The caller builds the TMA
+// descriptors (tensor_map.hpp) with the box sizes below. Launches are asynchronous on `stream` and return the first
+// error.
 #pragma once
 
 #include <attnrt_cuda/params.hpp>
@@ -30,8 +31,28 @@ struct ForwardMaps {
   CUtensorMap q, k, v;
 };
 
+// The backward's tiles (fa3_backward.cuh): a CTA's keys (two consumer warpgroups of 64) and the
+// queries of one step, FlashAttention-3's hdim 64 and 128 shapes (tile_size.h's bwd tiles).
+// Defined for the head dims the backward exists for (BackwardTiles<HD>::kExists).
+template <int HD>
+struct BackwardTiles {
+  static constexpr bool kExists = HD == 64 || HD == 128;
+  static constexpr int kBN = 128;
+  static constexpr int kBM = HD <= 64 ? 128 : 64;
+};
+
+// q and dout as boxes of BackwardTiles::kBM rows, k and v of kBN rows.
+struct BackwardMaps {
+  CUtensorMap q, k, v, dout;
+};
+
 // Forward: writes p.out and, when p.lse is set, p.lse.
 template <class Policy, int HD>
 cudaError_t run_forward(const AttentionParams& p, const ForwardMaps& maps, bool bf16, cudaStream_t stream);
+
+// Backward (not deterministic: p.dq_accum set, BackwardWorkspace): writes p.dq, p.dk, p.dv and,
+// with sinks, p.dsinks.
+template <class Policy, int HD>
+cudaError_t run_backward(const AttentionParams& p, const BackwardMaps& maps, bool bf16, cudaStream_t stream);
 
 }  // namespace attnrt::cuda::fa3

@@ -2,8 +2,9 @@
 // loads into an mbarrier pipeline, wgmma for S = Q K^T and O = P V with P from registers, a
 // producer warpgroup and two consumer warpgroups with setmaxnreg (fa3_forward.cuh); fp16 and
 // bf16, the build's head dims, GQA/MQA, bottom-right causal, sliding window, softcap, varlen,
-// LSE. Forward only so far: a call that needs a backward is refused (no ATTNRT_FEATURE_BACKWARD)
-// and the runtime falls back, with the reason, to the next implementation (flash_attention_2).
+// LSE. Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128; a backward at
+// head_dim 256 is refused with the reason. Not deterministic (no ATTNRT_FEATURE_DETERMINISTIC:
+// the runtime falls back, with the reason, to flash_attention_2 for deterministic calls).
 #include "fa3_calls.hpp"
 
 #include <attnrt/plugin.hpp>
@@ -20,26 +21,33 @@ using Calls = cuda::fa3::Calls<cuda::StandardScores, HeadDims>;
 class FlashAttention3Plugin {
  public:
   static constexpr const char* kName = "flash_attention_3";
-  static constexpr const char* kVersion = "0.1.0";
+  static constexpr const char* kVersion = "0.2.0";
   static constexpr const char* kDescription =
-      "FlashAttention-3 on Hopper (sm_90a): TMA, wgmma, warp-specialized producer/consumer; forward, fp16/bf16";
+      "FlashAttention-3 on Hopper (sm_90a): TMA, wgmma, warp-specialized producer/consumer; forward and backward, "
+      "fp16/bf16";
 
-  static constexpr attnrt_capabilities kCapabilities =
-      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CUDA,
-                         .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
-                         .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                                     ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE,
-                         .min_head_dim = HeadDims::kMin,
-                         .max_head_dim = HeadDims::kMax,
-                         .min_cuda_arch = 90,
-                         .max_cuda_arch = 90});  // sm_90a code runs on sm_90 only
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
+      {.devices = ATTNRT_DEVICE_BIT_CUDA,
+       .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+       .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP |
+                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD,
+       .min_head_dim = HeadDims::kMin,
+       .max_head_dim = HeadDims::kMax,
+       .min_cuda_arch = 90,
+       .max_cuda_arch = 90});  // sm_90a code runs on sm_90 only
 
   std::string supports(const attnrt_attention_desc& d) const { return HeadDims::gap(d.head_dim); }
 
-  size_t workspace_size(const attnrt_attention_desc& /*d*/, bool /*backward*/, int /*num_threads*/) const { return 0; }
+  size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
+    return Calls::workspace_size(d, backward);
+  }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
     Calls::forward(d, a, e, "flash_attention_3 forward");
+  }
+
+  void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
+    Calls::backward(d, a, e, "flash_attention_3 backward");
   }
 };
 

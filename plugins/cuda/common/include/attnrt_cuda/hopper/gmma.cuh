@@ -48,7 +48,8 @@ __device__ __forceinline__ uint64_t k_major_desc(const void* tile, int row0, int
   return make_desc(base, 16, kAtomBytes);
 }
 
-// MN-major operand (the output dimension contiguous: V of O = P V, keys x d, read transposed).
+// MN-major operand (the output dimension contiguous: V of O = P V, keys x d, read transposed; in
+// the backward dO, Q and K the same way, and dS^T as the A operand of dQ = dS K).
 // k-step `ks` covers keys 16 ks .. +16, i.e. rows 16 ks of each chunk; 8-key groups are 1024
 // bytes apart (SBO), and the next 64 columns of d are the next chunk, kRows * 128 bytes on (LBO).
 template <int kRows>
@@ -77,11 +78,18 @@ struct Gemm {
                                                        cute::SM90::GMMA::Major::K>());
   using RS = decltype(cute::SM90::GMMA::rs_op_selector<E, E, float, Shape, cute::SM90::GMMA::Major::K,
                                                        cute::SM90::GMMA::Major::MN>());
+  using SSMN = decltype(cute::SM90::GMMA::ss_op_selector<E, E, float, Shape, cute::SM90::GMMA::Major::MN,
+                                                         cute::SM90::GMMA::Major::MN>());
   static constexpr int kAcc = N / 2;
 
   // acc (=|+=) A B^T with A and B both K-major in shared memory.
   __device__ __forceinline__ static void ss(uint64_t a, uint64_t b, float (&acc)[kAcc], bool accumulate) {
-    ss_impl(a, b, acc, accumulate, std::make_index_sequence<kAcc>{});
+    ss_impl<SS>(a, b, acc, accumulate, std::make_index_sequence<kAcc>{});
+  }
+  // acc (=|+=) A B with A and B both MN-major in shared memory (A's rows and B's columns
+  // contiguous: the backward's dQ = dS K, with dS^T and K stored key-major).
+  __device__ __forceinline__ static void ss_mn(uint64_t a, uint64_t b, float (&acc)[kAcc], bool accumulate) {
+    ss_impl<SSMN>(a, b, acc, accumulate, std::make_index_sequence<kAcc>{});
   }
   // acc += A B with A in registers (four 32-bit pairs: the C fragments of a k16 slice of an
   // earlier product, accum_to_a's order) and B MN-major in shared memory.
@@ -90,10 +98,10 @@ struct Gemm {
   }
 
  private:
-  template <size_t... I>
+  template <class Op, size_t... I>
   __device__ __forceinline__ static void ss_impl(uint64_t a, uint64_t b, float (&acc)[kAcc], bool accumulate,
                                                  std::index_sequence<I...>) {
-    SS::fma(a, b, acc[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
+    Op::fma(a, b, acc[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
   }
   template <size_t... I>
   __device__ __forceinline__ static void rs_impl(const uint32_t (&a)[4], uint64_t b, float (&acc)[kAcc],

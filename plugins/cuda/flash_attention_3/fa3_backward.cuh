@@ -1,0 +1,286 @@
+// FlashAttention-3 backward (Shah et al. 2024, section 3 and Appendix B.1; FlashAttention-2's
+// Algorithm 2 on Hopper's machinery). P is recomputed from q, k and the forward's lse, after
+// D = rowsum(dO * O) (softmax_d_kernel, attnrt_cuda/backward_rows.cuh). A CTA of three
+// warpgroups owns BN = 128 keys of one kv head and walks every visible block of BM queries of
+// every q head of its GQA group (query_walk.cuh), so dK and dV have one writer each:
+//   - warpgroup 0 is the producer: one warp loads K and V once and then, per step, the Q and dO
+//     tiles by TMA and the rows' lse and D by plain loads into a ring of kStages buffers;
+//   - warpgroups 1 and 2 own keys 0 ..64 and 64 ..128. Per step, by wgmma:
+//       S^T = K Q^T and dP^T = V dO^T                     (shared-memory operands)
+//       P^T = exp(S^T - lse), dS^T = P^T (dP^T - D)        (registers; the score policy's map,
+//                                                           mask and derivative)
+//       dV += P^T dO and dK += dS^T Q                      (P^T and dS^T from registers)
+//       dQ += dS K                                         (dS^T through shared memory)
+//     dS^T goes to shared memory because each dQ row needs all 128 keys, which live in two
+//     warpgroups: after a barrier between them, each forms half of the step's dQ (hd 64: 64 of
+//     the 128 query rows; hd 128: 64 of the 128 columns) and adds it to the fp32 accumulator in
+//     global memory with vector atomics; dq_convert_kernel scales and rounds it into dq.
+// Deterministic calls are not this kernel's (the atomics' order varies between runs).
+#pragma once
+
+#include "fa3_forward.cuh"
+#include "fa3_launch.hpp"
+
+#include <attnrt_cuda/backward_rows.cuh>
+#include <attnrt_cuda/hopper/gmma.cuh>
+#include <attnrt_cuda/hopper/tma.cuh>
+#include <attnrt_cuda/query_walk.cuh>
+#include <attnrt_cuda/score_policy.cuh>
+#include <attnrt_cuda/tile.cuh>
+#include <attnrt_cuda/warp_mma.cuh>
+
+#include <cuda.h>
+
+namespace attnrt::cuda::fa3 {
+
+template <int HD>
+struct BackwardConfig : BackwardTiles<HD> {
+  static constexpr int kStages = 2;
+  static constexpr int kThreads = 384;  // a producer warpgroup and two consumer warpgroups
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  // Each consumer warpgroup's share of a step's dQ = dS K is one m64 x n64 product: rows when
+  // the query block is 128 (head_dim 64), columns when head_dim is 128 (a 64-query block).
+  static constexpr bool kDqSplitsRows = BackwardTiles<HD>::kBM == 128;
+  static_assert(kDqSplitsRows ? HD == 64 : (BackwardTiles<HD>::kBM == 64 && HD == 128),
+                "dQ's split covers the block exactly");
+};
+
+template <class T, int HD, int BM, int BN, int STAGES>
+struct BackwardSmem {
+  alignas(1024) T k[BN * HD];
+  alignas(1024) T v[BN * HD];
+  alignas(1024) T q[STAGES][BM * HD];
+  alignas(1024) T dout[STAGES][BM * HD];
+  alignas(1024) T ds[2][BN * BM];  // dS^T, keys x queries, by step parity
+  float lse[STAGES][BM];           // log2 domain; +inf past the sequence (P = 0)
+  float dd[STAGES][BM];            // D
+  alignas(8) uint64_t kv_full;
+  uint64_t q_full[STAGES], q_empty[STAGES];
+};
+
+template <class T, int HD, class Policy>
+__global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
+    backward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
+                    const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
+                    const __grid_constant__ CUtensorMap tma_do) {
+  using C = BackwardConfig<HD>;
+  constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
+  using Smem = BackwardSmem<T, HD, BM, BN, STAGES>;
+  extern __shared__ unsigned char smem_raw[];
+  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+  // Key blocks in order: under a causal mask the first see the most queries (longest first).
+  const int n_block = static_cast<int>(blockIdx.x), hk = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
+  const Seq seq = sequence(p, b);
+  const int n0 = n_block * BN;
+  if (n0 >= seq.k_len) return;
+  const Policy pol(p, seq);
+  const QueryWalk<T, HD, BM, 32> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  if (threadIdx.x == 0) {
+    hopper::TxBarrier::init(&sm.kv_full, 1);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      hopper::TxBarrier::init(&sm.q_full[s], 32);  // the producer warp's lanes: lse and D rows
+      hopper::Barrier::init(&sm.q_empty[s], 256);  // every consumer thread: its own lse/D reads
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer: warp 0; lane 0 issues the TMA loads, every lane fetches rows' lse and D.
+    cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
+    if (threadIdx.x >= 32) return;
+    const SeqCoords qc = q_coords(p, b), kc = k_coords(p, b);
+    constexpr uint32_t kKVBytes = 2 * BN * HD * sizeof(T), kStepBytes = 2 * BM * HD * sizeof(T);
+    if (walk.steps == 0) return;  // no query sees these keys: the consumers write zeros
+    if (lane == 0) {
+      hopper::prefetch_tensor_map(&tma_q);
+      hopper::prefetch_tensor_map(&tma_do);
+      hopper::TxBarrier::arrive_and_expect_tx(&sm.kv_full, kKVBytes);
+#pragma unroll
+      for (int c = 0; c < HD / 64; ++c) {
+        hopper::tma_load_4d(&tma_k, &sm.kv_full, sm.k + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+        hopper::tma_load_4d(&tma_v, &sm.kv_full, sm.v + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+      }
+    }
+    QueryStep st = walk.first();
+    for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+      const int stage = it % STAGES;
+      hopper::Barrier::wait(&sm.q_empty[stage], ((it / STAGES) & 1) ^ 1);
+      for (int r = lane; r < BM; r += 32) {
+        const RowStats rows = walk.row(st, r);
+        sm.lse[stage][r] = rows.lse_log2();
+        sm.dd[stage][r] = rows.d;
+      }
+      if (lane == 0) {
+        hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full[stage], kStepBytes);
+#pragma unroll
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_load_4d(&tma_q, &sm.q_full[stage], sm.q[stage] + c * BM * 64, c * 64, qc.row0 + st.m0, st.head,
+                              qc.batch);
+          hopper::tma_load_4d(&tma_do, &sm.q_full[stage], sm.dout[stage] + c * BM * 64, c * 64, qc.row0 + st.m0,
+                              st.head, qc.batch);
+        }
+      } else {
+        hopper::Barrier::arrive(&sm.q_full[stage]);  // releases this lane's rows
+      }
+    }
+    return;
+  }
+
+  // ---- Consumers: warpgroup 1 or 2, keys kr0 .. +64 of the block; in it, warp w holds keys
+  // 16 w + g and 16 w + g + 8 (g = lane / 4) of every accumulator, columns 8 i + 2 t, +1.
+  cutlass::arch::warpgroup_reg_alloc<C::kConsumerRegs>();
+  const int cw = warpgroup - 1;
+  const int kr0 = cw * 64;
+  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, g = lane / 4, t = lane % 4;
+  const int key_in_block = kr0 + warp * 16 + g;  // and + 8
+
+  using GemmS = hopper::Gemm<T, BM>;  // S^T, dP^T: 64 keys x BM queries
+  using GemmD = hopper::Gemm<T, HD>;  // dV, dK: 64 keys x head_dim
+  using GemmQ = hopper::Gemm<T, 64>;  // this warpgroup's half of dQ
+  float dv[HD / 8][4], dk[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dv[i][e] = dk[i][e] = 0.f;
+  }
+  float(&dv_flat)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(dv);
+  float(&dk_flat)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(dk);
+  // This warpgroup's dQ: rows dq_row0 .. +64 of the step's block (dS^T's 64-query chunk
+  // dq_row0 / 64, the A operand) x columns dq_col0 .. +64 (K's chunk dq_col0 / 64, the B operand).
+  const int dq_row0 = C::kDqSplitsRows ? kr0 : 0, dq_col0 = C::kDqSplitsRows ? 0 : kr0;
+  const T* k_chunk = sm.k + dq_col0 * BN;
+
+  if (walk.steps > 0) hopper::TxBarrier::wait(&sm.kv_full, 0);
+  QueryStep st = walk.first();
+  for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+    const int stage = it % STAGES, buf = it % 2;
+    const int m0 = st.m0, h = st.head;
+    hopper::TxBarrier::wait(&sm.q_full[stage], (it / STAGES) & 1);
+
+    float s[BM / 8][4], dp[BM / 8][4];
+    float(&s_flat)[BM / 2] = reinterpret_cast<float(&)[BM / 2]>(s);
+    float(&dp_flat)[BM / 2] = reinterpret_cast<float(&)[BM / 2]>(dp);
+    hopper::fence_operands(s_flat);
+    hopper::fence_operands(dp_flat);
+    cute::warpgroup_arrive();
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ++ks) {
+      GemmS::ss(hopper::k_major_desc<BN>(sm.k, kr0, ks), hopper::k_major_desc<BM>(sm.q[stage], 0, ks), s_flat, ks > 0);
+    }
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ++ks) {
+      GemmS::ss(hopper::k_major_desc<BN>(sm.v, kr0, ks), hopper::k_major_desc<BM>(sm.dout[stage], 0, ks), dp_flat,
+                ks > 0);
+    }
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<0>();
+    hopper::fence_operands(s_flat);
+    hopper::fence_operands(dp_flat);
+
+    // P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) (times the score map's derivative), one
+    // k16 slice (two n8 tiles) at a time, each turned into its A fragments for dV and dK at once
+    // so the fp32 tiles die as they go (keeping both whole beside the fragments spilled); the
+    // per-element mask only where the warpgroup's tile crosses a boundary. dS^T also goes to
+    // shared memory in the 128-byte swizzle (keys are rows, 64-query chunks), each warp's 4-byte
+    // writes on 32 distinct banks.
+    const float* lse = sm.lse[stage];
+    const float* dd = sm.dd[stage];
+    T* ds = sm.ds[buf];
+    uint32_t pt[BM / 16][4], dst[BM / 16][4];
+    pol.with_scores(h, [&](const auto& scores) {
+      with_flag(pol.tile_needs_mask(m0, BM, n0 + kr0, 64), [&](auto mask) {
+        constexpr bool kMask = decltype(mask)::value;
+        decltype(pol.col_mask(0, 0)) queries[2];
+        if constexpr (kMask) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) queries[r] = pol.col_mask(h, n0 + key_in_block + 8 * r).shifted(m0 + 2 * t);
+        }
+#pragma unroll
+        for (int kk = 0; kk < BM / 16; ++kk) {
+#pragma unroll
+          for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt) {
+            const float2 lse2 = *reinterpret_cast<const float2*>(lse + nt * 8 + 2 * t);
+            const float2 d2 = *reinterpret_cast<const float2*>(dd + nt * 8 + 2 * t);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int r = e / 2, c = e % 2;
+              const float raw = s[nt][e];
+              const int i = m0 + nt * 8 + 2 * t + c, j = n0 + key_in_block + 8 * r;
+              float pr = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
+              if (kMask && !queries[r].has(nt * 8 + c)) pr = 0.f;
+              s[nt][e] = pr;
+              dp[nt][e] = pr * (dp[nt][e] - (c ? d2.y : d2.x)) * scores.grad(raw, i, j);
+            }
+          }
+          accum_to_a<T>(pt[kk], s[2 * kk], s[2 * kk + 1]);
+          accum_to_a<T>(dst[kk], dp[2 * kk], dp[2 * kk + 1]);
+          // dst[kk]: keys (g, g + 8) x queries (16 kk + 2 t, 16 kk + 8 + 2 t), pairs.
+#pragma unroll
+          for (int f = 0; f < 4; ++f) {
+            const int row = key_in_block + 8 * (f % 2), col = 16 * kk + 8 * (f / 2);
+            const int chunk = col / 64, unit = (col % 64 / 8) ^ (row % 8);
+            *reinterpret_cast<uint32_t*>(ds + chunk * BN * 64 + row * 64 + unit * 8 + 2 * t) = dst[kk][f];
+          }
+        }
+      });
+    });
+    cutlass::arch::fence_view_async_shared();
+    cutlass::arch::NamedBarrier::sync(256, 1);
+
+    float dq[8][4];
+    float(&dq_flat)[32] = reinterpret_cast<float(&)[32]>(dq);
+    const T* ds_chunk = ds + dq_row0 * BN;
+    hopper::fence_operands(dv_flat);
+    hopper::fence_operands(dk_flat);
+    hopper::fence_operands(dq_flat);
+    cute::warpgroup_arrive();
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(pt[kk], hopper::mn_major_desc<BM>(sm.dout[stage], kk), dv_flat);
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(dst[kk], hopper::mn_major_desc<BM>(sm.q[stage], kk), dk_flat);
+#pragma unroll
+    for (int ks = 0; ks < BN / 16; ++ks) {
+      GemmQ::ss_mn(hopper::mn_major_desc<BN>(ds_chunk, ks), hopper::mn_major_desc<BN>(k_chunk, ks), dq_flat, ks > 0);
+    }
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<0>();
+    hopper::fence_operands(dv_flat);
+    hopper::fence_operands(dk_flat);
+    hopper::fence_operands(dq_flat);
+    hopper::fence_operands(pt);
+    hopper::fence_operands(dst);
+    // Every thread releases its own reads of the stage's lse and D (an arrive orders only the
+    // arriving thread's accesses); the products' reads of Q and dO are complete after the wait.
+    hopper::Barrier::arrive(&sm.q_empty[stage]);
+
+    // This warpgroup's dQ rows (query m0 + dq_row0 + 16 w + g, +8), columns dq_col0 + 8 i + 2 t.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = m0 + dq_row0 + warp * 16 + g + 8 * r;
+      if (i >= seq.q_len) continue;
+      float* row = p.dq_accum + lse_index(p, seq, h, i) * HD + dq_col0 + 2 * t;
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) atomic_add2(row + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
+    }
+  }
+
+  // dK = softmax_scale * sum dS^T Q, dV; keys past the sequence are not written, and a key no
+  // query sees gets zeros.
+  T* dk_out = head_base<T>(p, p.dk, b, hk, false);
+  T* dv_out = head_base<T>(p, p.dv, b, hk, false);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = n0 + key_in_block + 8 * r;
+    if (j >= seq.k_len) continue;
+    store_accum_row<T>(dk_out + int64_t(j) * p.dk.row_stride, dk, r, t, p.softmax_scale);
+    store_accum_row<T>(dv_out + int64_t(j) * p.dv.row_stride, dv, r, t, 1.0f);
+  }
+}
+
+}  // namespace attnrt::cuda::fa3
