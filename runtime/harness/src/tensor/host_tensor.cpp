@@ -65,8 +65,10 @@ HostTensor::HostTensor(std::vector<int64_t> shape, DLDataType dtype) : shape_(st
   bind_view();
 }
 
-HostTensor::HostTensor(const HostTensor& other) : HostTensor(other.shape_, other.dtype()) {
-  if (other.data_) std::memcpy(data_.get(), other.data_.get(), nbytes());
+HostTensor::HostTensor(const HostTensor& other) {
+  if (!other.data_) return;  // an empty tensor (a call's unused input) stays empty, not a 0-d one
+  *this = HostTensor(other.shape_, other.dtype());
+  std::memcpy(data_.get(), other.data_.get(), nbytes());
 }
 
 HostTensor& HostTensor::operator=(const HostTensor& other) {
