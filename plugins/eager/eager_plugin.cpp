@@ -3,6 +3,7 @@
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_kernels/append_kv.hpp>
 #include <attnrt_kernels/reference_capabilities.hpp>
 
 #include <string>
@@ -21,7 +22,7 @@ class EagerPlugin {
 
   static constexpr attnrt_capabilities kCapabilities = sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,
                                                                           .dtypes = kernels::kReferenceDtypes,
-                                                                          .features = kernels::kReferenceFeatures,
+                                                                          .features = kernels::kReferenceCpuFeatures,
                                                                           .max_head_dim = kMaxHeadDim});
 
   std::string supports(const attnrt_attention_desc& d) const {
@@ -43,6 +44,11 @@ class EagerPlugin {
     const int threads = kernels::resolve_threads(e.num_threads);
     sdk::require_workspace(e, workspace_size(d, false, threads), threads);
     eager::forward(kernels::make_forward_problem(d, a), static_cast<float*>(e.workspace), threads);
+  }
+
+  // ABI 1.2: writes new tokens into a paged cache through their slots (append_kv.hpp).
+  void append_kv(const attnrt_attention_desc& d, const attnrt_append_kv_args& a, const attnrt_exec& /*e*/) {
+    kernels::append_kv(d, a);
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {

@@ -87,7 +87,7 @@ TEST(AbiCompat, OldHeaderPluginLoadsAsVersion10) {
   EXPECT_EQ(lib->name(), "c_reference_v1_0");
   EXPECT_EQ(lib->abi_version(), "1.0");
   EXPECT_EQ(lib->api().struct_size, size_t{ATTNRT_PLUGIN_API_SIZE_V1_0});
-  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.1") << "the same source, built against 1.1";
+  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.2") << "the same source, built against 1.2";
 }
 
 TEST(AbiCompat, OldHeaderPluginComputesWhatTheNewBuildAndTheReferenceCompute) {
@@ -139,7 +139,7 @@ TEST(AbiCompat, AnAttnrtTypeNewerThanThePluginIsNotSentToIt) {
   const attnrt_extension block{sizeof(attnrt_extension), 7, ATTNRT_EXTENSION_OPTIONAL, nullptr};
   w.desc.extensions = &block;
   EXPECT_EQ(backend.unsupported_reason(w.desc),
-            "built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
+            "built against ABI 1.2; extension type 7 (not defined in ABI 1.2) needs ABI 1.3");
 }
 
 TEST(AbiCompat, BackwardIsGatedToo) {
@@ -160,8 +160,33 @@ TEST(AbiCompat, BackwardIsGatedToo) {
   b.desc.extensions = &block;
   EXPECT_EQ(
       error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
-      "unsupported|eager: backward: built against ABI 1.1; extension type 7 (not defined in ABI 1.1) needs ABI 1.2");
+      "unsupported|eager: backward: built against ABI 1.2; extension type 7 (not defined in ABI 1.2) needs ABI 1.3");
   EXPECT_TRUE(std::isnan(b.dq.data_as<float>()[0])) << "nothing computed";
+}
+
+// ---------------------------------------------------------------- ABI 1.2 additions
+
+TEST(AbiCompat, OldPluginIsNeverSentPagedVarlenQueriesOrAnAppend) {
+  Backend old_backend(PluginLibrary::open(old_plugin()));
+  Workload w = small_workload();
+  w.desc.is_paged = 1;
+  w.desc.page_size = 16;
+  w.desc.is_varlen = 1;
+  EXPECT_EQ(old_backend.unsupported_reason(w.desc),
+            "built against ABI 1.0; varlen queries over a paged KV cache (is_paged with is_varlen) need ABI 1.2");
+  EXPECT_FALSE(old_backend.has_append_kv());
+  attnrt_append_kv_args a{};
+  a.struct_size = sizeof a;
+  const attnrt_exec exec{sizeof exec, nullptr, nullptr, 0, 1};
+  EXPECT_EQ(error_of([&] { old_backend.append_kv(w.desc, a, exec); }),
+            "unsupported|c_reference_v1_0: append_kv: built against ABI 1.0; append_kv needs ABI 1.2");
+  // A 1.2 plugin without an append says so.
+  Backend new_backend(PluginLibrary::open(new_c_plugin()));
+  EXPECT_FALSE(new_backend.has_append_kv());
+  EXPECT_EQ(error_of([&] { new_backend.append_kv(w.desc, a, exec); }),
+            "unsupported|c_reference: append_kv: the plugin implements no KV-cache append");
+  // The 1.2 reference plugins have one.
+  EXPECT_TRUE(Backend(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so")).has_append_kv());
 }
 
 // ---------------------------------------------------------------- 1.1 plugins
@@ -189,7 +214,7 @@ void expect_unknown_extensions_handled(const std::filesystem::path& lib, const s
 
 TEST(AbiCompat, CxxHelperPluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
   const auto eager = test::plugins_dir() / "eager/libattnrt_eager.so";
-  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.1");
+  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.2");
   expect_unknown_extensions_handled(eager,
                                     "vendor extension 0xa77e00ff is required (not flagged "
                                     "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");

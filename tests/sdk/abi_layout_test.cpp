@@ -38,7 +38,7 @@ TEST(AbiLayout, Version1Sizes) {
   EXPECT_EQ(sizeof(attnrt_forward_args), 96u);
   EXPECT_EQ(sizeof(attnrt_backward_args), 136u);
   EXPECT_EQ(sizeof(attnrt_host_info), 32u);
-  EXPECT_EQ(sizeof(attnrt_plugin_api), 96u);
+  EXPECT_EQ(sizeof(attnrt_plugin_api), 104u);  // 1.0: 96, 1.2: + append_kv
 }
 
 TEST(AbiLayout, Version1Offsets) {
@@ -83,9 +83,9 @@ TEST(AbiLayout, HasFieldReadsStructSize) {
 
 // ---------------------------------------------------------------- ABI 1.1
 
-TEST(AbiLayout, VersionIsOnePointOne) {
+TEST(AbiLayout, VersionIsOnePointTwo) {
   EXPECT_EQ(ATTNRT_ABI_VERSION_MAJOR, 1);
-  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 1);
+  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 2);
 }
 
 TEST(AbiLayout, NamedSizesPerVersion) {
@@ -102,9 +102,17 @@ TEST(AbiLayout, NamedSizesPerVersion) {
   // 1.1
   EXPECT_EQ(ATTNRT_EXTENSION_SIZE_V1_1, 24u);
   EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, 128u);
+  // 1.2: the function table's append_kv, attnrt_append_kv_args
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_2, 104u);
+  EXPECT_EQ(offsetof(attnrt_plugin_api, append_kv), 96u);
+  EXPECT_EQ(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2, 48u);
+  EXPECT_EQ(offsetof(attnrt_append_kv_args, slot_mapping), 24u);
+  EXPECT_EQ(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2, sizeof(attnrt_append_kv_args));
+  EXPECT_EQ(ATTNRT_FEATURE_APPEND_KV, 1ull << 13);
+  EXPECT_EQ(ATTNRT_FEATURE_PAGED_VARLEN_Q, 1ull << 14);
   // The newest size of each struct is its sizeof: nothing was added without a named size.
   EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, sizeof(attnrt_attention_desc));
-  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_0, sizeof(attnrt_plugin_api));
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_2, sizeof(attnrt_plugin_api));
   EXPECT_EQ(ATTNRT_CAPABILITIES_SIZE_V1_0, sizeof(attnrt_capabilities));
   EXPECT_EQ(ATTNRT_FORWARD_ARGS_SIZE_V1_0, sizeof(attnrt_forward_args));
   EXPECT_EQ(ATTNRT_BACKWARD_ARGS_SIZE_V1_0, sizeof(attnrt_backward_args));

@@ -127,11 +127,11 @@ TEST(ExtensionChain, TooSmallAndReservedBlocksAreInvalidArguments) {
 TEST(ExtensionTypes, MinorsAndNames) {
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0x80000000u), 1u) << "vendor types need the mechanism: 1.1";
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0xFFFFFFFFu), 1u);
-  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 2u) << "an attnrt type this header does not define is newer than 1.1";
+  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 3u) << "an attnrt type this header does not define is newer than 1.2";
   EXPECT_EQ(attnrt::sdk::standard_extension(7), nullptr);
   EXPECT_EQ(attnrt::sdk::standard_extension(0), nullptr) << "type 0 is reserved, never a real type";
   EXPECT_EQ(attnrt::sdk::extension_name(0x80000001u), "vendor extension 0x80000001");
-  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.1)");
+  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.2)");
   // The table: reserved type 0 only, in 1.1 (flex_attention's block will be the first real one).
   ASSERT_EQ(std::size(attnrt::sdk::kStandardExtensions), 1u);
   EXPECT_EQ(attnrt::sdk::kStandardExtensions[0].type, 0u);
@@ -238,9 +238,9 @@ class Adapter : public ::testing::Test {
 using AdapterPlain = Adapter<Plain>;
 using AdapterWithVendorA = Adapter<WithVendorA>;
 
-TEST_F(AdapterPlain, ReportsAbi11) {
+TEST_F(AdapterPlain, ReportsAbi12) {
   EXPECT_EQ(api_->abi_major, 1u);
-  EXPECT_EQ(api_->abi_minor, 1u);
+  EXPECT_EQ(api_->abi_minor, 2u);
 }
 
 TEST_F(AdapterPlain, RefusesARequiredBlockItDoesNotDeclareBeforeTheClassSeesIt) {

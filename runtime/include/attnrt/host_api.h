@@ -128,6 +128,24 @@ ATTNRT_HOST_API attnrt_status attnrt_backend_backward_with_workspace(attnrt_back
                                                                      const attnrt_backward_args* args,
                                                                      const attnrt_exec* exec, attnrt_message* error);
 
+/* ---- Appended for paged KV caches (issue 17, plugin ABI 1.2).
+ * Writes new tokens into a paged KV cache through a slot mapping (vLLM's reshape_and_cache,
+ * FlashInfer's append_paged_kv_cache; plugin_abi.h's attnrt_append_kv_args): token n of
+ * args->k_new / v_new [num_tokens, heads_kv, head_dim(_v)] goes to row slot_mapping[n] % page_size
+ * of page slot_mapping[n] / page_size of args->k_cache / v_cache [num_pages, page_size,
+ * heads_kv, head_dim(_v)]; slot_mapping is int64 [num_tokens], a negative slot (a padding
+ * token) is skipped. `desc` is the paged attention descriptor the backend was resolved for
+ * (dtype, heads_kv, head_dim, head_dim_v, page_size, device are read). Runs on exec->stream
+ * (struct_size >= ATTNRT_EXEC_SIZE_V1_0; no workspace needed), asynchronously for CUDA: no
+ * allocation, sync or host copy, so it can be captured in a CUDA graph beside the attention call.
+ * ATTNRT_ERROR_UNSUPPORTED when the backend's plugin has no append ("built against ABI 1.1;
+ * append_kv needs ABI 1.2", or none implemented); ATTNRT_ERROR_INVALID_ARGUMENT naming the tensor
+ * for a malformed argument (on the CPU also a slot outside the cache). */
+ATTNRT_HOST_API attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* backend,
+                                                       const attnrt_attention_desc* desc,
+                                                       const attnrt_append_kv_args* args, const attnrt_exec* exec,
+                                                       attnrt_message* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -186,4 +186,17 @@ attnrt_status attnrt_backend_backward_with_workspace(attnrt_backend_handle* back
   return guard(error, [&] { backend->backend->backward(*desc, *args, *exec); });
 }
 
+attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                       const attnrt_append_kv_args* args, const attnrt_exec* exec,
+                                       attnrt_message* error) {
+  if (!backend || !desc || !args || !exec) {
+    return null_argument(error, "attnrt_backend_append_kv",
+                         !backend ? "backend"
+                         : !desc  ? "desc"
+                         : !args  ? "args"
+                                  : "exec");
+  }
+  return guard(error, [&] { backend->backend->append_kv(*desc, *args, *exec); });
+}
+
 }  // extern "C"

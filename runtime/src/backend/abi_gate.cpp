@@ -13,6 +13,12 @@ std::string abi_gate_reason(const attnrt_attention_desc& desc, uint32_t plugin_a
   } catch (const sdk::Error& e) {
     throw Error(e.status(), e.what());
   }
+  if (desc.is_paged && desc.is_varlen && plugin_abi_minor < 2) {
+    return fmt::format(
+        "built against ABI {}.{}; varlen queries over a paged KV cache (is_paged with is_varlen) "
+        "need ABI {}.2",
+        ATTNRT_ABI_VERSION_MAJOR, plugin_abi_minor, ATTNRT_ABI_VERSION_MAJOR);
+  }
   for (const attnrt_extension& block : sdk::extensions(desc)) {
     // Optional blocks too: a plugin of an older minor cannot tell a hint from a requirement.
     const uint32_t needed = sdk::extension_abi_minor(block.type);

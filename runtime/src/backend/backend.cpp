@@ -242,4 +242,35 @@ void Backend::backward(const attnrt_attention_desc& desc, const attnrt_backward_
   if (status != ATTNRT_OK) fail("backward", status, err.text());
 }
 
+bool Backend::has_append_kv() const {
+  const attnrt_plugin_api& api = library_->api();
+  return api.abi_minor >= 2 && ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv) && api.append_kv != nullptr;
+}
+
+void Backend::append_kv(const attnrt_attention_desc& desc, const attnrt_append_kv_args& args, const attnrt_exec& exec) {
+  const attnrt_plugin_api& api = library_->api();
+  if (api.abi_minor < 2 || !ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv)) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                fmt::format("{}: append_kv: built against ABI {}.{}; append_kv needs ABI {}.2", name(),
+                            ATTNRT_ABI_VERSION_MAJOR, api.abi_minor, ATTNRT_ABI_VERSION_MAJOR));
+  }
+  if (api.append_kv == nullptr) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": append_kv: the plugin implements no KV-cache append");
+  }
+  if (exec.struct_size < ATTNRT_EXEC_SIZE_V1_0) {
+    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT,
+                fmt::format("{}: append_kv: exec.struct_size {} < {} (attnrt_exec of ABI 1.0)", name(),
+                            exec.struct_size, ATTNRT_EXEC_SIZE_V1_0));
+  }
+  try {
+    sdk::check_append_kv(desc, args);
+  } catch (const sdk::Error& e) {
+    throw Error(e.status(), name() + ": append_kv: " + e.what());
+  }
+  const attnrt_exec e{sizeof(attnrt_exec), exec.stream, exec.workspace, exec.workspace_size, exec.num_threads};
+  MessageBuffer err;
+  const attnrt_status status = api.append_kv(instance_, &desc, &args, &e, err.get());
+  if (status != ATTNRT_OK) fail("append_kv", status, err.text());
+}
+
 }  // namespace attnrt

@@ -10,6 +10,9 @@
 //   size_t workspace_size(const attnrt_attention_desc&, bool backward, int num_threads) const;
 //   void forward(const attnrt_attention_desc&, const attnrt_forward_args&, const attnrt_exec&);
 //   void backward(...)                                          // optional, same shape
+//   void append_kv(const attnrt_attention_desc&, const attnrt_append_kv_args&, const attnrt_exec&);
+//                                     // optional (ABI 1.2): the KV-cache append; advertise
+//                                     // ATTNRT_FEATURE_APPEND_KV with it
 //   static constexpr uint32_t kExtensions[] = {...};            // optional: extension types it
 //                                                               // implements (ABI 1.1)
 // and exports it with ATTNRT_DEFINE_PLUGIN(Class). Exceptions never cross the C boundary: an
@@ -83,6 +86,12 @@ template <class Plugin>
 concept HasBackward = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_backward_args& a,
                                const attnrt_exec& e) {
   p.backward(d, a, e);
+};
+
+template <class Plugin>
+concept HasAppendKv = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_append_kv_args& a,
+                               const attnrt_exec& e) {
+  p.append_kv(d, a, e);
 };
 
 // Plugin's capabilities, from kCapabilities or capabilities(); built once.
@@ -190,6 +199,30 @@ struct PluginAdapter {
       self(instance)->backward(*desc, *args, *exec);
     });
   }
+
+  // ABI 1.2: validates the append (check_append_kv) and refuses what the capabilities do not
+  // cover (device, dtype, head_dim) before the class writes anything.
+  static attnrt_status append_kv(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                                 const attnrt_append_kv_args* args, const attnrt_exec* exec,
+                                 attnrt_message* error) noexcept {
+    if (instance == nullptr || desc == nullptr || args == nullptr || exec == nullptr) {
+      write_message(error, "append_kv: instance, desc, args and exec must not be NULL");
+      return ATTNRT_ERROR_INVALID_ARGUMENT;
+    }
+    return guarded(error, [&] {
+      check_append_kv(*desc, *args);
+      attnrt_attention_desc plain = *desc;  // only the cache's fields matter to an append
+      plain.causal = 0;
+      plain.window_left = plain.window_right = -1;
+      plain.softcap = 0.0f;
+      plain.has_sinks = plain.has_alibi = plain.is_varlen = 0;
+      plain.dropout_p = 0.0f;
+      plain.return_lse = plain.deterministic = 0;
+      plain.heads_q = plain.heads_kv;
+      require_supported(capability_gap(plugin_capabilities<Plugin>(), plain));
+      self(instance)->append_kv(*desc, *args, *exec);
+    });
+  }
 };
 
 // The static function table for Plugin; built once, on first use.
@@ -210,6 +243,7 @@ const attnrt_plugin_api* plugin_api() noexcept {
     a.workspace_size = &PluginAdapter<Plugin>::workspace_size;
     a.forward = &PluginAdapter<Plugin>::forward;
     if constexpr (HasBackward<Plugin>) a.backward = &PluginAdapter<Plugin>::backward;
+    if constexpr (HasAppendKv<Plugin>) a.append_kv = &PluginAdapter<Plugin>::append_kv;
     return a;
   }();
   return &api;

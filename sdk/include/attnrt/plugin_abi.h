@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_VERSION_MAJOR 1
-#define ATTNRT_ABI_VERSION_MINOR 1
+#define ATTNRT_ABI_VERSION_MINOR 2
 
 /* The single symbol every plugin exports (all others hidden). Type: attnrt_plugin_entry_fn. */
 #define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_entry"
@@ -116,7 +116,11 @@ typedef enum attnrt_feature_bits {
   ATTNRT_FEATURE_LSE = 1ull << 9,            /* returns the log-sum-exp */
   ATTNRT_FEATURE_BACKWARD = 1ull << 10,      /* implements backward */
   ATTNRT_FEATURE_DETERMINISTIC = 1ull << 11, /* bit-identical repeats when deterministic != 0 */
-  ATTNRT_FEATURE_HEAD_DIM_V = 1ull << 12     /* head_dim_v != head_dim */
+  ATTNRT_FEATURE_HEAD_DIM_V = 1ull << 12,    /* head_dim_v != head_dim */
+  /* ---- ABI 1.2 */
+  ATTNRT_FEATURE_APPEND_KV = 1ull << 13,     /* implements append_kv (writes tokens into a paged cache) */
+  ATTNRT_FEATURE_PAGED_VARLEN_Q = 1ull << 14 /* is_paged with is_varlen: packed queries over a paged
+                                                cache (chunked prefill) */
 } attnrt_feature_bits;
 
 /* A plugin's static declaration of what it can do; owned by the plugin, valid while loaded. */
@@ -209,6 +213,15 @@ typedef enum attnrt_dtype { ATTNRT_DTYPE_FP32 = 0, ATTNRT_DTYPE_FP16 = 1, ATTNRT
  *   out_i = sum_j p_ij v_j;   lse_i = log(exp(sink_h) + sum_j exp(s_ij))
  * A query row with no visible key gives out_i = 0 and lse_i = -inf (or sink_h with sinks).
  * With varlen, i, j, seqlen_q and seqlen_k are per sequence.
+ *
+ * Paged KV (vLLM's PagedAttention): k/v are [num_pages, page_size, heads_kv, head_dim(_v)];
+ * token t of sequence b is row t % page_size of page block_table[b, t / page_size]; seqused_k[b]
+ * is that sequence's number of keys (its queries are the last ones: causal is bottom-right), and
+ * block_table entries past ceil(seqused_k[b] / page_size) are never read (they may hold -1).
+ * ABI 1.2: is_paged may be combined with is_varlen (ATTNRT_FEATURE_PAGED_VARLEN_Q): the queries
+ * (q, out, lse) are packed by cu_seqlens_q ([total_q, heads_q, head_dim], chunked prefill), the
+ * keys come from the paged cache by seqused_k, and cu_seqlens_k is not read (may be NULL). A host
+ * never sends that combination to a plugin built against ABI < 1.2.
  */
 typedef struct attnrt_attention_desc {
   size_t struct_size;
@@ -291,6 +304,22 @@ typedef struct attnrt_backward_args {
   const DLTensor* block_table;
 } attnrt_backward_args;
 
+/* ABI 1.2: tensors of a KV-cache append (vLLM's reshape_and_cache, FlashInfer's
+ * append_paged_kv_cache): token n of k_new / v_new is written to row slot_mapping[n] % page_size
+ * of page slot_mapping[n] / page_size of k_cache / v_cache; a negative slot (a padding token) is
+ * skipped. The descriptor of the call gives dtype, heads_kv, head_dim, head_dim_v, page_size and
+ * device (the paged attention descriptor the caller already has; its other fields are not read).
+ * Slots must be distinct (two writers of one slot: either value lands). */
+typedef struct attnrt_append_kv_args {
+  size_t struct_size;
+  const DLTensor* k_new;        /* [num_tokens, heads_kv, head_dim] */
+  const DLTensor* v_new;        /* [num_tokens, heads_kv, head_dim_v] */
+  const DLTensor* slot_mapping; /* [num_tokens] int64: page * page_size + row; < 0: skip */
+  DLTensor* k_cache;            /* [num_pages, page_size, heads_kv, head_dim], written */
+  DLTensor* v_cache;            /* [num_pages, page_size, heads_kv, head_dim_v], written (may share
+                                   k_cache's allocation through strides) */
+} attnrt_append_kv_args;
+
 /* Host services offered to a plugin instance. */
 typedef enum attnrt_log_level {
   ATTNRT_LOG_DEBUG = 0,
@@ -344,6 +373,13 @@ typedef struct attnrt_plugin_api {
   /* NULL when the plugin has no backward (and does not advertise ATTNRT_FEATURE_BACKWARD). */
   attnrt_status (*backward)(attnrt_instance* instance, const attnrt_attention_desc* desc,
                             const attnrt_backward_args* args, const attnrt_exec* exec, attnrt_message* error);
+
+  /* ---- ABI 1.2 (read only when ATTNRT_HAS_FIELD(api, attnrt_plugin_api, append_kv)) */
+  /* Writes new tokens into a paged KV cache (attnrt_append_kv_args), asynchronously on
+   * exec->stream for CUDA; needs no workspace. NULL when the plugin has none (and does not
+   * advertise ATTNRT_FEATURE_APPEND_KV). */
+  attnrt_status (*append_kv)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                             const attnrt_append_kv_args* args, const attnrt_exec* exec, attnrt_message* error);
 } attnrt_plugin_api;
 
 /* The entry point: returns the plugin's static function table (never NULL for a valid plugin).
@@ -377,6 +413,10 @@ typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_maj
 #define ATTNRT_EXTENSION_SIZE_V1_1 ATTNRT_STRUCT_SIZE(attnrt_extension, next)
 #define ATTNRT_ATTENTION_DESC_SIZE_V1_1 ATTNRT_STRUCT_SIZE(attnrt_attention_desc, extensions)
 
+/* ABI 1.2: the function table's append_kv, and attnrt_append_kv_args */
+#define ATTNRT_PLUGIN_API_SIZE_V1_2 ATTNRT_STRUCT_SIZE(attnrt_plugin_api, append_kv)
+#define ATTNRT_APPEND_KV_ARGS_SIZE_V1_2 ATTNRT_STRUCT_SIZE(attnrt_append_kv_args, v_cache)
+
 /* ---------------------------------------------------------------- layout asserts */
 
 /* On every target: struct_size first, the function table's frozen head, appended fields after
@@ -394,6 +434,8 @@ ATTNRT_STATIC_ASSERT(offsetof(attnrt_host_info, struct_size) == 0, host_info_str
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_extension, struct_size) == 0, extension_struct_size_at_0);
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_attention_desc, extensions) >= ATTNRT_ATTENTION_DESC_SIZE_V1_0,
                      attention_desc_v1_1_appended);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, append_kv) >= ATTNRT_PLUGIN_API_SIZE_V1_0, plugin_api_v1_2_appended);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_append_kv_args, struct_size) == 0, append_kv_args_struct_size_at_0);
 
 /* On LP64 targets (8-byte pointers and size_t: x86-64, aarch64 Linux and macOS; also Win64),
  * the values themselves, which tests/sdk/abi_layout_test.cpp pins too. */
@@ -411,6 +453,8 @@ ATTNRT_STATIC_ASSERT(ATTNRT_HOST_INFO_SIZE_V1_0 == 32, lp64_host_info_size_v1_0)
 ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_0 == 96, lp64_plugin_api_size_v1_0);
 ATTNRT_STATIC_ASSERT(ATTNRT_EXTENSION_SIZE_V1_1 == 24, lp64_extension_size_v1_1);
 ATTNRT_STATIC_ASSERT(ATTNRT_ATTENTION_DESC_SIZE_V1_1 == 128, lp64_attention_desc_size_v1_1);
+ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_2 == 104, lp64_plugin_api_size_v1_2);
+ATTNRT_STATIC_ASSERT(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2 == 48, lp64_append_kv_args_size_v1_2);
 #endif
 
 #ifdef __cplusplus

@@ -154,7 +154,7 @@ inline void check_desc(const attnrt_attention_desc& d) {
   if (d.is_paged && d.page_size <= 0) {
     invalid("desc.page_size must be > 0 with paged KV, got " + std::to_string(d.page_size));
   }
-  if (d.is_paged && d.is_varlen) invalid("desc: is_paged and is_varlen cannot both be set");
+  // ABI 1.2: is_paged with is_varlen is packed queries (cu_seqlens_q) over a paged cache.
 }
 
 // The window the call really uses: causal is window_right = 0 (FlashAttention-2's convention).
@@ -200,6 +200,8 @@ inline std::string capability_gap(const attnrt_capabilities& caps, const attnrt_
       {d.has_alibi != 0, ATTNRT_FEATURE_ALIBI, "ALiBi"},
       {d.is_varlen != 0, ATTNRT_FEATURE_VARLEN, "varlen (cu_seqlens)"},
       {d.is_paged != 0, ATTNRT_FEATURE_PAGED_KV, "paged KV cache"},
+      {d.is_paged != 0 && d.is_varlen != 0, ATTNRT_FEATURE_PAGED_VARLEN_Q,
+       "varlen queries over a paged KV cache (chunked prefill)"},
       {d.dropout_p > 0.0f, ATTNRT_FEATURE_DROPOUT, "dropout"},
       {d.return_lse != 0, ATTNRT_FEATURE_LSE, "returning LSE"},
       {d.deterministic != 0, ATTNRT_FEATURE_DETERMINISTIC, "deterministic mode"},
@@ -249,7 +251,14 @@ inline QkvShapes expected_shapes(const attnrt_attention_desc& d, const DLTensor*
   QkvShapes s;
   const int64_t total_q = (d.is_varlen && q && q->ndim == 3 && q->shape) ? q->shape[0] : -1;
   const int64_t total_k = (d.is_varlen && k && k->ndim == 3 && k->shape) ? k->shape[0] : -1;
-  if (d.is_varlen) {
+  if (d.is_varlen && d.is_paged) {  // ABI 1.2: packed queries over a paged cache
+    const int64_t pages = (k && k->ndim == 4 && k->shape) ? k->shape[0] : -1;
+    s.q = {total_q, d.heads_q, d.head_dim};
+    s.k = {pages, d.page_size, d.heads_kv, d.head_dim};
+    s.v = {pages, d.page_size, d.heads_kv, d.head_dim_v};
+    s.out = {total_q, d.heads_q, d.head_dim_v};
+    s.lse = {d.heads_q, total_q};
+  } else if (d.is_varlen) {
     s.q = {total_q, d.heads_q, d.head_dim};
     s.k = {total_k, d.heads_kv, d.head_dim};
     s.v = {total_k, d.heads_kv, d.head_dim_v};
@@ -285,7 +294,8 @@ void check_optional_inputs(const attnrt_attention_desc& d, const Args& a, const 
   }
   if (d.is_varlen) {
     check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, d.batch, s.q[0], d.seqlen_q, dev);
-    check_cu_seqlens("cu_seqlens_k", a.cu_seqlens_k, d.batch, s.k[0], d.seqlen_k, dev);
+    // Paged: the keys come from the cache by seqused_k; cu_seqlens_k is not read.
+    if (!d.is_paged) check_cu_seqlens("cu_seqlens_k", a.cu_seqlens_k, d.batch, s.k[0], d.seqlen_k, dev);
     if (a.seqused_k != nullptr) check_tensor("seqused_k", a.seqused_k, {d.batch}, i32(), dev);
   }
   if (d.is_paged) {
@@ -351,6 +361,37 @@ inline void check_backward(const attnrt_attention_desc& d, const attnrt_backward
   check_tensor("dv", a.dv, s.v, dt, d.device);
   if (d.has_sinks) check_tensor("dsinks", a.dsinks, {d.heads_q}, detail::f32(), d.device);
   detail::check_optional_inputs(d, a, s);
+}
+
+// Validates a KV-cache append (ABI 1.2, attnrt_append_kv_args) for the paged descriptor `d`
+// (dtype, heads_kv, head_dim, head_dim_v, page_size, device): shapes, dtypes, devices, and on the
+// CPU every slot inside the cache. Throws Error(ATTNRT_ERROR_INVALID_ARGUMENT) naming the tensor.
+inline void check_append_kv(const attnrt_attention_desc& d, const attnrt_append_kv_args& a) {
+  check_desc(d);
+  if (a.struct_size < ATTNRT_APPEND_KV_ARGS_SIZE_V1_2) {
+    invalid("append_kv args: struct_size " + std::to_string(a.struct_size) + " is smaller than ABI 1.2's " +
+            std::to_string(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2));
+  }
+  if (!d.is_paged) invalid("append_kv: desc.is_paged must be set (the cache is paged)");
+  const DLDataType dt = dl_dtype(d.dtype);
+  const int64_t tokens = (a.k_new && a.k_new->ndim == 3 && a.k_new->shape) ? a.k_new->shape[0] : -1;
+  const int64_t pages = (a.k_cache && a.k_cache->ndim == 4 && a.k_cache->shape) ? a.k_cache->shape[0] : -1;
+  check_tensor("k_new", a.k_new, {tokens, d.heads_kv, d.head_dim}, dt, d.device);
+  check_tensor("v_new", a.v_new, {tokens, d.heads_kv, d.head_dim_v}, dt, d.device);
+  check_tensor("slot_mapping", a.slot_mapping, {tokens}, DLDataType{kDLInt, 64, 1}, d.device);
+  check_tensor("k_cache", a.k_cache, {pages, d.page_size, d.heads_kv, d.head_dim}, dt, d.device);
+  check_tensor("v_cache", a.v_cache, {pages, d.page_size, d.heads_kv, d.head_dim_v}, dt, d.device);
+  if (d.device.device_type != kDLCPU) return;  // slots live on the device: the caller's promise
+  const auto* slots =
+      reinterpret_cast<const int64_t*>(static_cast<const char*>(a.slot_mapping->data) + a.slot_mapping->byte_offset);
+  const int64_t stride = a.slot_mapping->strides ? a.slot_mapping->strides[0] : 1;
+  for (int64_t n = 0; n < tokens; ++n) {
+    const int64_t slot = slots[n * stride];
+    if (slot >= pages * d.page_size) {
+      invalid("slot_mapping[" + std::to_string(n) + "] = " + std::to_string(slot) + " is outside the cache's " +
+              std::to_string(pages) + " pages x " + std::to_string(d.page_size) + " slots");
+    }
+  }
 }
 
 // Throws Error(ATTNRT_ERROR_UNSUPPORTED, reason) unless reason is empty: what forward and

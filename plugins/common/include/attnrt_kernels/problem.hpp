@@ -38,14 +38,15 @@ inline RowTensor::Kind q_kind(const attnrt_attention_desc& d) {
   return d.is_varlen ? RowTensor::Kind::kVarlen : RowTensor::Kind::kPadded;
 }
 inline RowTensor::Kind kv_kind(const attnrt_attention_desc& d) {
-  return d.is_varlen ? RowTensor::Kind::kVarlen : d.is_paged ? RowTensor::Kind::kPaged : RowTensor::Kind::kPadded;
+  // Paged first: with is_varlen too (ABI 1.2) only the queries are packed.
+  return d.is_paged ? RowTensor::Kind::kPaged : d.is_varlen ? RowTensor::Kind::kVarlen : RowTensor::Kind::kPadded;
 }
 
 template <class Args>
 void fill_common(ForwardProblem& p, const attnrt_attention_desc& d, const Args& a) {
   p.desc = d;
   p.lengths.cu_q = d.is_varlen ? int32_data(a.cu_seqlens_q) : nullptr;
-  p.lengths.cu_k = d.is_varlen ? int32_data(a.cu_seqlens_k) : nullptr;
+  p.lengths.cu_k = d.is_varlen && !d.is_paged ? int32_data(a.cu_seqlens_k) : nullptr;
   p.lengths.seqused_k = (d.is_varlen || d.is_paged) ? int32_data(a.seqused_k) : nullptr;
   p.lengths.seqlen_q = d.seqlen_q;
   p.lengths.seqlen_k = d.seqlen_k;

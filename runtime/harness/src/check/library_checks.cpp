@@ -17,7 +17,7 @@
 namespace attnrt::check {
 namespace {
 
-constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_HEAD_DIM_V << 1) - 1;
+constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_PAGED_VARLEN_Q << 1) - 1;
 
 }  // namespace
 
@@ -53,6 +53,11 @@ std::string check_abi(const std::filesystem::path& lib) {
     problems.push_back("head_dim range is empty");
   if (!(c.features & ATTNRT_FEATURE_BACKWARD) && api.backward)
     problems.push_back("has a backward entry but does not advertise backward");
+  const bool has_append = api.abi_minor >= 2 && ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv) && api.append_kv;
+  if (c.features & ATTNRT_FEATURE_APPEND_KV && !has_append)
+    problems.push_back("advertises APPEND_KV (ABI 1.2) without an append_kv entry");
+  if (!(c.features & ATTNRT_FEATURE_APPEND_KV) && has_append)
+    problems.push_back("has an append_kv entry but does not advertise APPEND_KV");
   if (!problems.empty() && !(problems.size() == 1 && api.abi_minor > ATTNRT_ABI_VERSION_MINOR))
     throw CheckFailed(fmt::format("{}", fmt::join(problems, "; ")));
   return fmt::format("ABI {}.{}, table {} bytes, capabilities {} bytes", api.abi_major, api.abi_minor, api.struct_size,

@@ -1,5 +1,6 @@
 // run_conformance: which checks run, in what order, and which are skipped because an earlier
 // one failed. Every check runs in its own child process (isolation.hpp).
+#include "append_check.hpp"
 #include "checks.hpp"
 #include "extension_check.hpp"
 #include "fixtures.hpp"
@@ -62,8 +63,8 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   const bool loads = run("load", [&] { return check_load(lib); });
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
-    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "bad-arguments",
-                             "threads", "deterministic", "leaks"}) {
+    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv",
+                             "bad-arguments", "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;
@@ -82,6 +83,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     }
     run("support-query", [&] { return check_support_query(lib); });
     run("extensions", [&] { return check_unknown_extensions(lib); });
+    run("append-kv", [&] { return check_append_kv(lib); });
     for (const char* mistake : kBadArgumentMistakes) {
       run(std::string("bad-arguments/") + mistake, [&] { return check_bad_argument(lib, mistake); });
     }

@@ -33,7 +33,7 @@ struct Layout {
   }
   int64_t kv_index(int64_t b, int64_t t, int64_t h, int64_t c, int64_t dim) const {
     int64_t row;
-    if (d.is_varlen) {
+    if (d.is_varlen && !d.is_paged) {
       row = cu(a.cu_seqlens_k, b) + t;
     } else if (d.is_paged) {
       const int64_t pages_per_seq = a.block_table->shape[1];

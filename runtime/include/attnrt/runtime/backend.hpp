@@ -63,6 +63,12 @@ class ATTNRT_API Backend {
   void forward(const attnrt_attention_desc& desc, const attnrt_forward_args& args, const attnrt_exec& exec);
   void backward(const attnrt_attention_desc& desc, const attnrt_backward_args& args, const attnrt_exec& exec);
 
+  // ABI 1.2: writes new tokens into a paged KV cache (attnrt_append_kv_args) on exec's stream (no
+  // workspace). A plugin built against ABI < 1.2, or one without an append, is refused
+  // (ATTNRT_ERROR_UNSUPPORTED: "built against ABI 1.1; append_kv needs ABI 1.2").
+  bool has_append_kv() const;
+  void append_kv(const attnrt_attention_desc& desc, const attnrt_append_kv_args& args, const attnrt_exec& exec);
+
  private:
   class HostWorkspace;  // a CPU call's borrowed block (backend.cpp)
   struct FreeDeleter {
