@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_BUILD_TESTS=ON > /dev/null
 cmake --build build-gpu --target attnrt_cli attnrt_gpu_tests attnrt_eager attnrt_sdpa attnrt_flash_attention_2 attnrt_eager_cuda \
-  attnrt_sink attnrt_flash_attention_3
+  attnrt_sink attnrt_flash_attention_3 attnrt_paged_attention
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/share
 cp build-gpu/bin/attnrt build-gpu/bin/attnrt_gpu_tests .gpu/bin/
@@ -19,5 +19,5 @@ for lib in libyaml-cpp.so libfmt.so libspdlog.so libgomp.so.1; do
   path=$(ldd build-gpu/bin/attnrt build-gpu/lib/attnrt/plugins/sdpa/*.so | awk -v l="$lib" '$1 ~ "^"l {print $3; exit}')
   [ -n "$path" ] && cp -L "$path" .gpu/lib/"$(basename "$path")"
 done
-cp bench/torch_sdpa_anchors.py tools/gpu_suite.sh tools/bench_join.py .gpu/
+cp bench/torch_sdpa_anchors.py bench/torch_decode_anchors.py tools/gpu_suite.sh tools/bench_join.py .gpu/
 du -sh .gpu

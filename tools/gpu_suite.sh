@@ -5,13 +5,14 @@
 #   3. compute-sanitizer memcheck and racecheck on a subset of the grid
 #   4. attnrt run (auto device, bf16 fixture)   the main job on the GPU
 #   5. attnrt bench + PyTorch anchors           same process tree, same GPU, then the ratio table
+#   6. attnrt bench --decode + decode anchors   paged_attention's decode bandwidth (issue 17)
 # Logs and CSVs go to $OUT (or /tmp/attnrt_gpu). SUITE_STEPS="1 2 3 4 5" selects steps;
 # GTEST_FILTER narrows step 2, BENCH_BACKENDS / BENCH_ARGS shape step 5.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-/tmp/attnrt_gpu}"
 mkdir -p "$out"
-steps="${SUITE_STEPS:-1 2 3 4 5}"
+steps="${SUITE_STEPS:-1 2 3 4 5 6}"
 # cuBLAS for eager on CUDA: the toolkit's, else the one PyTorch ships.
 cublas_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))" 2>/dev/null || true)
 # The staged Debian libraries (yaml-cpp, fmt, spdlog, gomp) sit in lib/ beside libattnrt.
@@ -34,7 +35,7 @@ if step 2; then
 fi
 if step 3; then
   echo "=== 3. compute-sanitizer"
-  subset='Grid/FlashAttention2Grid.*/bf16_hd128_gqa4_causal_200:Grid/FlashAttention2Grid.*/fp16_hd64_varlen_causal_gqa:Grid/FlashAttention2Grid.*/bf16_hd256_mqa_window_300:Eager/EagerCudaFeatures.*/bf16_sinks_causal_gqa:Eager/EagerCudaFeatures.*/fp32_paged_decode'
+  subset='Grid/FlashAttention2Grid.*/bf16_hd128_gqa4_causal_200:Grid/FlashAttention2Grid.*/fp16_hd64_varlen_causal_gqa:Grid/FlashAttention2Grid.*/bf16_hd256_mqa_window_300:Eager/EagerCudaFeatures.*/bf16_sinks_causal_gqa:Eager/EagerCudaFeatures.*/fp32_paged_decode:Cases/PagedGpu.*/bf16_hd128_decode_gqa4_page16:Cases/PagedGpu.*/fp16_hd128_varlen_chunked_prefill:Cases/PagedGpu.*/bf16_hd128_gptoss_sinks_window:PagedGpuSplit.*:PagedGpuAppend.*'
   for tool in memcheck racecheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 7 "$here/bin/attnrt_gpu_tests" --gtest_filter="$subset" \
       > "$out/sanitizer_$tool.txt" 2>&1
@@ -53,5 +54,13 @@ if step 5; then
     ${BENCH_ARGS:-} > "$out/attnrt_bench.txt" 2>&1 || status=1
   OUT="$out" python3 "$here/torch_sdpa_anchors.py" --no-flex > "$out/anchors.txt" 2>&1 || status=1
   python3 "$here/bench_join.py" "$out/attnrt_bench.csv" "$out/anchors.csv" | tee "$out/ratios.txt"
+fi
+if step 6; then
+  echo "=== 6. decode benchmark (effective TB/s) and PyTorch's contiguous decode anchors"
+  "$attnrt" bench attnrt.device=cuda --decode --backends "${DECODE_BACKENDS:-paged_attention,flash_attention_2}" \
+    --page-size 16,64,0 --csv "$out/decode_bench.csv" ${DECODE_ARGS:-} > "$out/decode_bench.txt" 2>&1 || status=1
+  cat "$out/decode_bench.txt"
+  OUT="$out" python3 "$here/torch_decode_anchors.py" > "$out/decode_anchors.txt" 2>&1 || status=1
+  cat "$out/decode_anchors.txt"
 fi
 exit $status

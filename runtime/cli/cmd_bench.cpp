@@ -47,6 +47,93 @@ std::vector<int> split_ints(const std::string& s, const char* what) {
   return out;
 }
 
+// --decode: one decode step (seqlen_q 1, causal) of every sequence over its cached keys, in a
+// paged cache (shuffled pages, as make_workload lays them) or a contiguous one (page size 0),
+// timed like the rest and reported as effective bandwidth: the K and V bytes the step must read,
+// over its time (FlashInfer's and the measure; the H100 copies at about 3.0 TB/s).
+int decode_bench(const DeviceInfo& device, const CommonArgs& args, const BenchArgs& b,
+                 const std::vector<std::pair<std::string, std::shared_ptr<Backend>>>& backends) {
+  const std::vector<int> hdims = split_ints(b.hdims, "hdim");
+  const std::vector<int> groups = split_ints(b.gqa, "gqa");
+  std::vector<int> pages;
+  for (const std::string& x : split(b.page_sizes)) pages.push_back(x == "0" ? 0 : split_ints(x, "page-size")[0]);
+  std::vector<std::pair<int, int>> shapes;
+  for (const std::string& x : split(b.decode_shapes)) {
+    const size_t at = x.find('x');
+    if (at == std::string::npos) throw Error("--decode-shapes: '" + x + "' is not <batch>x<keys>");
+    shapes.emplace_back(split_ints(x.substr(0, at), "decode-shapes")[0],
+                        split_ints(x.substr(at + 1), "decode-shapes")[0]);
+  }
+  const int heads_kv = b.heads_kv > 0 ? b.heads_kv : 8;
+  nlohmann::json rows = nlohmann::json::array();
+  Table table({"CASE", "BACKEND", "ms", "TB/s"});
+  std::ofstream csv;
+  if (!b.csv.empty()) {
+    csv.open(b.csv);
+    if (!csv) throw Error("cannot write " + b.csv);
+    csv << "case,backend,pass,ms,tbps,note\n";
+  }
+  fmt::print(stderr, "attnrt bench --decode on {} ({}), {}, {} KV heads\n", device.label(), device.name, b.dtype,
+             heads_kv);
+  for (int hd : hdims) {
+    for (const auto& [batch, keys] : shapes) {
+      for (int group : groups) {
+        for (int page : pages) {
+          WorkloadSpec spec;
+          spec.dtype = parse_dtype(b.dtype);
+          spec.batch = batch;
+          spec.seqlen_q = 1;
+          spec.seqlen_k = keys;
+          spec.heads_kv = heads_kv;
+          spec.heads_q = heads_kv * group;
+          spec.head_dim = spec.head_dim_v = hd;
+          spec.causal = true;
+          spec.window_left = b.window_left;
+          spec.sinks = b.sinks;
+          spec.paged = page > 0;
+          if (page > 0) spec.page_size = page;
+          spec.backward = false;
+          spec.seed = 1;
+          Workload w = make_workload(spec);
+          w.desc.device = device.dl;
+          w.desc.cuda_arch = device.cuda_arch;
+          DeviceWorkload dw(w, device.dl);
+          const double kv_bytes =
+              2.0 * batch * double(keys) * heads_kv * hd * (spec.dtype == ATTNRT_DTYPE_FP32 ? 4 : 2);
+          std::string id = fmt::format("decode_D{}_B{}_K{}_H{}_KV{}_{}", hd, batch, keys, spec.heads_q, heads_kv,
+                                       page > 0 ? fmt::format("page{}", page) : std::string("contiguous"));
+          if (b.window_left >= 0) id += fmt::format("_W{}", b.window_left);
+          if (b.sinks) id += "_sinks";
+          for (auto& [name, backend] : backends) {
+            std::string why = backend->unsupported_reason(w.desc);
+            double ms = 0;
+            if (why.empty()) {
+              try {
+                attnrt_forward_args fa = dw.forward_args();
+                ms = median_call_ms(device.dl, nullptr, b.warmup, b.iterations,
+                                    [&] { backend->forward(w.desc, fa, 0); });
+              } catch (const Error& e) {
+                why = e.what();
+              }
+            }
+            const double tbps = why.empty() ? kv_bytes / (ms * 1e-3) / 1e12 : 0.0;
+            rows.push_back({{"case", id}, {"backend", name}, {"ms", ms}, {"tbps", tbps}, {"note", why}});
+            table.add({id, name, why.empty() ? fmt::format("{:.4f}", ms) : "-",
+                       why.empty() ? fmt::format("{:.3f}", tbps) : "n/a: " + why});
+            if (csv) csv << fmt::format("{},{},fwd,{:.5f},{:.4f},\"{}\"\n", id, name, ms, tbps, why);
+          }
+        }
+      }
+    }
+  }
+  if (args.json) {
+    fmt::print("{}\n", nlohmann::json{{"device", device.name}, {"rows", rows}}.dump(2));
+  } else {
+    table.print();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const CommonArgs& args, const BenchArgs& b) {
@@ -68,6 +155,7 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
     if (!rec) throw Error(fmt::format("--backends: no plugin named '{}' is installed", name));
     backends.emplace_back(name, std::make_shared<Backend>(rt.registry().load(*rec)));
   }
+  if (b.decode) return decode_bench(device, args, b, backends);
 
   nlohmann::json rows = nlohmann::json::array();
   Table table({"CASE", "BACKEND", "PASS", "ms", "TFLOP/s"});

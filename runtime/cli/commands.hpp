@@ -41,6 +41,11 @@ struct BenchArgs {
   int window_left = -1;        // sliding window: keys visible left of the diagonal (-1: none)
   bool sinks = false;          // per-head sink logits (random normals)
   std::string csv;
+  // --decode: decode (seqlen_q 1) over a KV cache instead of the papers' shapes (issue 17)
+  bool decode = false;
+  std::string decode_shapes = "1x65536,16x8192,64x2048,256x1024";  // batch x cached keys
+  std::string page_sizes = "16,64";                                // paged backends; 0: contiguous
+  std::string gqa = "4,8";                                         // query heads per KV head
 };
 
 int list_command(const CommonArgs& args);

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
                                    "TFLOP/s per case, CSV/JSON");
   bench->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...] (e.g. attnrt.device=cuda)");
   bench->add_option("--backends", bench_args.backends, "Comma-separated plugin names")->capture_default_str();
-  bench->add_option("--hdim", bench_args.hdims, "Comma-separated head dims")->capture_default_str();
+  CLI::Option* hdim_option =
+      bench->add_option("--hdim", bench_args.hdims, "Comma-separated head dims")->capture_default_str();
   bench->add_option("--seqlen", bench_args.seqlens, "Comma-separated sequence lengths")->capture_default_str();
   bench->add_option("--mask", bench_args.masks, "none, causal or both")->capture_default_str();
   bench->add_option("--dtype", bench_args.dtype, "fp16, bf16 or fp32")->capture_default_str();
@@ -115,6 +116,17 @@ int main(int argc, char** argv) {
   bench->add_option("--window", bench_args.window_left, "Sliding window: keys visible left of the diagonal")
       ->check(CLI::NonNegativeNumber);
   bench->add_flag("--sinks", bench_args.sinks, "Per-head sink logits in every case (gpt-oss)");
+  bench->add_flag("--decode", bench_args.decode,
+                  "Decode shapes (seqlen_q 1, causal) over a KV cache; reports effective bandwidth, K+V bytes / time. "
+                  "--heads-kv defaults to 8 and --hdim to 128 here");
+  bench->add_option("--decode-shapes", bench_args.decode_shapes, "With --decode: batch x cached keys, comma-separated")
+      ->capture_default_str();
+  bench
+      ->add_option("--page-size", bench_args.page_sizes,
+                   "With --decode: page sizes of the paged cache (0: a contiguous cache), comma-separated")
+      ->capture_default_str();
+  bench->add_option("--gqa", bench_args.gqa, "With --decode: query heads per KV head, comma-separated")
+      ->capture_default_str();
   bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
   bench->add_flag("--json", args.json, "Print JSON");
 
@@ -127,7 +139,10 @@ int main(int argc, char** argv) {
     if (list->parsed()) return attnrt::cli::list_command(args);
     if (resolve->parsed()) return attnrt::cli::resolve_command(args);
     if (check->parsed()) return attnrt::cli::check_command(args);
-    if (bench->parsed()) return attnrt::cli::bench_command(args, bench_args);
+    if (bench->parsed()) {
+      if (bench_args.decode && hdim_option->count() == 0) bench_args.hdims = "128";  // the decode shapes
+      return attnrt::cli::bench_command(args, bench_args);
+    }
     return attnrt::cli::run_command(args);
   } catch (const std::exception& e) {
     std::string message = e.what();
