@@ -29,7 +29,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace attnrt::cuda {
@@ -202,21 +205,40 @@ class PagedAttentionPlugin {
   int splits(const attnrt_attention_desc& d) const {
     const int64_t tiles = (int64_t(d.seqlen_k) + kKeys - 1) / kKeys;
     if (forced_splits_ > 0) return int(std::min<int64_t>(forced_splits_, std::max<int64_t>(tiles, 1)));
-    int sms = 0;
-    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id),
-               "cudaDeviceGetAttribute(multiprocessor count)");
-    int per_sm = 1;
+    const Occupancy occ = occupancy(d);
+    const int64_t blocks = int64_t(d.batch) * d.heads_kv * row_blocks(d);
+    return heuristic_splits(blocks, occ.sms, occ.blocks_per_sm, tiles);
+  }
+
+  // The device's SMs and the kernel's resident blocks per SM, asked once per (device, kernel)
+  // and kept: workspace_size and forward both need them on every call.
+  struct Occupancy {
+    int sms = 1, blocks_per_sm = 1;
+  };
+  Occupancy occupancy(const attnrt_attention_desc& d) const {
     const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16;
+    const auto key = std::make_tuple(d.device.device_id, d.head_dim, bf16, d.has_sinks != 0);
+    {
+      std::lock_guard<std::mutex> lock(occupancy_mutex_);
+      if (auto it = occupancy_.find(key); it != occupancy_.end()) return it->second;
+    }
+    Occupancy occ;
+    use_device(d);  // the occupancy query is the current device's
+    check_cuda(cudaDeviceGetAttribute(&occ.sms, cudaDevAttrMultiProcessorCount, d.device.device_id),
+               "cudaDeviceGetAttribute(multiprocessor count)");
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       constexpr int kHd = decltype(hd)::value;
-      per_sm = d.has_sinks ? cuda::paged::blocks_per_sm<cuda::SinkScores, kHd>(bf16)
-                           : cuda::paged::blocks_per_sm<cuda::StandardScores, kHd>(bf16);
+      occ.blocks_per_sm = d.has_sinks ? cuda::paged::blocks_per_sm<cuda::SinkScores, kHd>(bf16)
+                                      : cuda::paged::blocks_per_sm<cuda::StandardScores, kHd>(bf16);
     });
-    const int64_t blocks = int64_t(d.batch) * d.heads_kv * row_blocks(d);
-    return heuristic_splits(blocks, sms, per_sm, tiles);
+    std::lock_guard<std::mutex> lock(occupancy_mutex_);
+    occupancy_.emplace(key, occ);
+    return occ;
   }
 
   int forced_splits_ = 0;
+  mutable std::mutex occupancy_mutex_;
+  mutable std::map<std::tuple<int32_t, int32_t, bool, bool>, Occupancy> occupancy_;
 };
 
 }  // namespace
