@@ -319,5 +319,32 @@ NB_MODULE(_attnrt, m) {
           nb::arg("sinks").none() = nb::none(), nb::arg("alibi_slopes").none() = nb::none(),
           nb::arg("cu_seqlens_q").none() = nb::none(), nb::arg("cu_seqlens_k").none() = nb::none(),
           nb::arg("seqused_k").none() = nb::none(), nb::arg("block_table").none() = nb::none(),
-          nb::arg("workspace").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0);
+          nb::arg("workspace").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0)
+      .def(
+          "append_kv",
+          [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> k_new, nb::ndarray<> v_new,
+             nb::ndarray<> slot_mapping, nb::ndarray<> k_cache, nb::ndarray<> v_cache, uintptr_t stream,
+             int32_t num_threads) {
+            Call c;
+            attnrt_append_kv_args a{};
+            a.struct_size = sizeof a;
+            a.k_new = c.add(k_new, "k_new");
+            a.v_new = c.add(v_new, "v_new");
+            a.slot_mapping = c.add(slot_mapping, "slot_mapping");
+            a.k_cache = c.add(k_cache, "k_cache");
+            a.v_cache = c.add(v_cache, "v_cache");
+            const attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
+            Message msg;
+            attnrt_status status;
+            {
+              nb::gil_scoped_release release;
+              status = attnrt_backend_append_kv(self.handle, &desc, &a, &exec, &msg.m);
+            }
+            check(status, msg);
+          },
+          nb::arg("desc"), nb::arg("k_new"), nb::arg("v_new"), nb::arg("slot_mapping"), nb::arg("k_cache"),
+          nb::arg("v_cache"), nb::arg("stream") = 0, nb::arg("num_threads") = 0,
+          "KV-cache append (plugin ABI 1.2): token n of k_new / v_new [tokens, heads_kv, head_dim] goes to slot "
+          "slot_mapping[n] (int64: page * page_size + row; negative: skipped) of the paged caches k_cache / v_cache "
+          "[pages, page_size, heads_kv, head_dim]; desc is the paged attention descriptor.");
 }

@@ -99,3 +99,35 @@ def test_errors_name_what_failed(runtime):
     with pytest.raises(attnrt.UnsupportedError, match="flash_attention_3"):
         strict.resolve(desc_for(q, k, v, causal=False), "flash_attention_3")
     assert attnrt.status_string(2) == "unsupported"
+
+
+def test_paged_append_then_attention_matches_contiguous(runtime):
+    """ABI 1.2: append_kv writes tokens into shuffled pages by slot (padding slots -1 skipped);
+    paged attention over them equals attention over the contiguous keys."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 1, 4, 16), dtype=np.float32)
+    k = rng.standard_normal((2, 20, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((2, 20, 2, 16), dtype=np.float32)
+    page_size, pages_per_seq = 8, 3
+    order = rng.permutation(2 * pages_per_seq + 1).astype(np.int32)  # one spare page
+    table = order[: 2 * pages_per_seq].reshape(2, pages_per_seq)
+    d = desc_for(q, k, v, causal=True)
+    d.is_paged, d.page_size = 1, page_size
+    backend = runtime.resolve(d, "sdpa")
+    k_cache = np.full((2 * pages_per_seq + 1, page_size, 2, 16), np.nan, dtype=np.float32)
+    v_cache = np.full_like(k_cache, np.nan)
+    slots = np.array([table[b, t // page_size] * page_size + t % page_size for b in range(2) for t in range(20)],
+                     dtype=np.int64)
+    k_new = np.concatenate([k.reshape(40, 2, 16), np.full((1, 2, 16), np.nan, np.float32)])
+    v_new = np.concatenate([v.reshape(40, 2, 16), np.full((1, 2, 16), np.nan, np.float32)])
+    slots = np.concatenate([slots, np.array([-1], dtype=np.int64)])
+    backend.append_kv(d, k_new, v_new, slots, k_cache, v_cache, num_threads=1)
+    out = np.zeros((2, 1, 4, 16), dtype=np.float32)
+    lse = np.zeros((2, 4, 1), dtype=np.float32)
+    backend.forward(d, q, k_cache, v_cache, out, lse=lse, seqused_k=np.array([20, 20], dtype=np.int32),
+                    block_table=table, num_threads=1)
+    ref_out, ref_lse = reference(q, k, v, d.softmax_scale, causal=True)
+    assert np.abs(out - ref_out).max() < 1e-5
+    assert np.abs(lse - ref_lse).max() < 1e-4
+    with pytest.raises(attnrt.Error, match="slot_mapping"):
+        backend.append_kv(d, k_new, v_new, np.full(41, 10**6, dtype=np.int64), k_cache, v_cache)
