@@ -61,6 +61,31 @@ TEST(Workload, PagedKvUsesAShuffledBlockTable) {
   EXPECT_EQ(pages.size(), 12u) << "every page used once";
 }
 
+TEST(Workload, PagedWithSeqlensIsChunkedPrefillOverAPagedCache) {
+  // ABI 1.2: packed queries (cu_seqlens_q) over pages of seqlens_k keys, -1 past the used pages.
+  WorkloadSpec spec;
+  spec.paged = true;
+  spec.page_size = 16;
+  spec.seqlens_q = {5, 1};
+  spec.seqlens_k = {40, 3};
+  spec.heads_q = 2;
+  spec.head_dim = 8;
+  spec.causal = true;
+  const Workload w = make_workload(spec);
+  EXPECT_TRUE(w.desc.is_paged && w.desc.is_varlen);
+  EXPECT_EQ(w.q.shape(), (std::vector<int64_t>{6, 2, 8}));
+  EXPECT_EQ(w.k.shape()[0], 4);  // 3 + 1 pages
+  EXPECT_EQ(w.block_table.shape(), (std::vector<int64_t>{2, 3}));
+  const int32_t* t = w.block_table.data_as<int32_t>();
+  EXPECT_EQ(t[4], -1);
+  EXPECT_EQ(t[5], -1);
+  EXPECT_EQ(std::set<int32_t>({t[0], t[1], t[2], t[3]}).size(), 4u);
+  EXPECT_EQ(w.seqused_k.data_as<int32_t>()[0], 40);
+  EXPECT_TRUE(w.cu_seqlens_k.empty());
+  // Visible pairs from seqused_k: sequence 0 sees 36..40 keys, sequence 1 all 3.
+  EXPECT_DOUBLE_EQ(w.forward_flops, 2.0 * 2 * 16 * (36 + 37 + 38 + 39 + 40 + 3));
+}
+
 TEST(Workload, ForwardFlopsCountVisiblePairs) {
   WorkloadSpec spec;
   spec.batch = 1;

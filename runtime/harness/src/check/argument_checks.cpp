@@ -26,6 +26,8 @@ std::string check_support_query(const std::filesystem::path& lib) {
   std::vector<std::pair<std::string, WorkloadSpec>> probes;
   for (const Feature& f : features()) {
     if (caps.features & f.bit) continue;
+    // ABI 1.2's paged + varlen combination is never sent to an older plugin (the host refuses it).
+    if (f.bit == ATTNRT_FEATURE_PAGED_VARLEN_Q && raw.api().abi_minor < 2) continue;
     WorkloadSpec s = base_spec(caps, dtype);
     f.enable(s);
     probes.emplace_back(f.name, s);

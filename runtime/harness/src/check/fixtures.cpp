@@ -36,6 +36,13 @@ const std::vector<Feature>& features() {
          s.paged = true;
          s.page_size = 16;
        }},
+      {"paged_varlen_q", ATTNRT_FEATURE_PAGED_VARLEN_Q,
+       [](WorkloadSpec& s) {
+         s.paged = true;
+         s.page_size = 16;
+         s.seqlens_q = {7, 0, 33};
+         s.seqlens_k = {9, 5, 40};
+       }},
       {"head_dim_v", ATTNRT_FEATURE_HEAD_DIM_V, [](WorkloadSpec& s) { s.head_dim_v = s.head_dim / 2; }},
   };
   return f;

@@ -107,8 +107,9 @@ WorkloadSpec read_workload(const Config& config, const fs::path& data_dir, std::
   }
   if (s.iterations < 1) throw Error(config.origin("workload.iterations").describe() + ": iterations must be >= 1");
   if (s.warmup < 0) throw Error(config.origin("workload.warmup").describe() + ": warmup must be >= 0");
-  if (s.paged && (!s.seqlens_q.empty() || !s.seqlens_k.empty())) {
-    throw Error(config.origin("workload.paged").describe() + ": a paged workload cannot also be varlen");
+  if (s.paged && s.seqlens_q.empty() && !s.seqlens_k.empty()) {
+    throw Error(config.origin("workload.seqlens_k").describe() +
+                ": a paged workload takes seqlens_k only with seqlens_q (varlen queries over the cache)");
   }
   if (s.seqlens_q.size() != s.seqlens_k.size() && !s.seqlens_k.empty()) {
     throw Error(config.origin("workload.seqlens_k").describe() +
@@ -225,7 +226,39 @@ void make_random(const WorkloadSpec& spec, Workload& w, std::mt19937_64& rng) {
   d.head_dim = spec.head_dim;
   d.head_dim_v = spec.head_dim_v > 0 ? spec.head_dim_v : spec.head_dim;
   w.source = fmt::format("random normal inputs (seed {})", spec.seed);
-  if (!spec.seqlens_q.empty()) {
+  if (!spec.seqlens_q.empty() && spec.paged) {
+    // ABI 1.2's chunked prefill: packed queries (cu_seqlens_q) over a paged cache of seqlens_k
+    // keys per sequence, pages shuffled, block_table padded with -1 past each sequence's pages.
+    const std::vector<int32_t>& lq = spec.seqlens_q;
+    const std::vector<int32_t>& lk = spec.seqlens_k.empty() ? spec.seqlens_q : spec.seqlens_k;
+    const auto cq = prefix_sums(lq);
+    d.is_varlen = 1;
+    d.is_paged = 1;
+    d.page_size = spec.page_size;
+    d.batch = static_cast<int32_t>(lq.size());
+    d.seqlen_q = *std::max_element(lq.begin(), lq.end());
+    d.seqlen_k = std::max(1, *std::max_element(lk.begin(), lk.end()));
+    w.total_q = cq.back();
+    w.q = HostTensor({cq.back(), d.heads_q, d.head_dim}, dt);
+    w.cu_seqlens_q = int32_vector(cq);
+    const int64_t max_pages = (d.seqlen_k + d.page_size - 1) / d.page_size;
+    int64_t pages = 0;
+    for (int32_t len : lk) pages += (len + d.page_size - 1) / d.page_size;
+    std::vector<int32_t> order(std::max<int64_t>(pages, 1));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    w.k = HostTensor({int64_t(order.size()), d.page_size, d.heads_kv, d.head_dim}, dt);
+    w.v = HostTensor({int64_t(order.size()), d.page_size, d.heads_kv, d.head_dim_v}, dt);
+    w.block_table = HostTensor({d.batch, max_pages}, dl_int32());
+    std::fill_n(w.block_table.data_as<int32_t>(), d.batch * max_pages, -1);
+    size_t next = 0;
+    for (int32_t b = 0; b < d.batch; ++b) {
+      for (int64_t p = 0; p < (lk[b] + d.page_size - 1) / d.page_size; ++p) {
+        w.block_table.data_as<int32_t>()[b * max_pages + p] = order[next++];
+      }
+    }
+    w.seqused_k = int32_vector(lk);
+  } else if (!spec.seqlens_q.empty()) {
     const std::vector<int32_t>& lq = spec.seqlens_q;
     const std::vector<int32_t>& lk = spec.seqlens_k.empty() ? spec.seqlens_q : spec.seqlens_k;
     const auto cq = prefix_sums(lq), ck = prefix_sums(lk);
@@ -275,7 +308,9 @@ double visible_pairs(const attnrt_attention_desc& d, const Workload& w) {
   const int32_t right = sdk::effective_window_right(d);
   for (int64_t b = 0; b < d.batch; ++b) {
     const int64_t ql = d.is_varlen ? w.cu_seqlens_q.get(b + 1) - w.cu_seqlens_q.get(b) : d.seqlen_q;
-    const int64_t kl = d.is_varlen ? w.cu_seqlens_k.get(b + 1) - w.cu_seqlens_k.get(b) : d.seqlen_k;
+    const int64_t kl = !w.seqused_k.empty() ? static_cast<int64_t>(w.seqused_k.get(b))
+                       : d.is_varlen        ? w.cu_seqlens_k.get(b + 1) - w.cu_seqlens_k.get(b)
+                                            : d.seqlen_k;
     for (int64_t i = 0; i < ql; ++i) {
       const int64_t diag = i + kl - ql;
       const int64_t lo = std::max<int64_t>(0, d.window_left >= 0 ? diag - d.window_left : 0);
