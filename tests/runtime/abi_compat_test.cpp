@@ -345,6 +345,22 @@ TEST(AbiCheck, OldHeaderPluginPassesWithTheExtensionsCheckSkipped) {
   EXPECT_EQ(m.at("extensions").first, "SKIP");
   EXPECT_TRUE(contains(m.at("extensions").second, "built against ABI 1.0")) << m.at("extensions").second;
   EXPECT_EQ(m.at("numerics/cpu/fp32").first, "PASS") << m.at("numerics/cpu/fp32").second;
+  ASSERT_TRUE(m.count("append-kv"));
+  EXPECT_EQ(m.at("append-kv").first, "SKIP");
+  EXPECT_TRUE(contains(m.at("append-kv").second, "built against ABI 1.0")) << m.at("append-kv").second;
+}
+
+TEST(AbiCheck, AppendKvIsCheckedWhereAdvertised) {
+  int rc = -1;
+  const auto eager = check_results(test::plugins_dir() / "eager", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_TRUE(eager.count("append-kv"));
+  EXPECT_EQ(eager.at("append-kv").first, "PASS") << eager.at("append-kv").second;
+  EXPECT_TRUE(contains(eager.at("append-kv").second, "slot_mapping")) << eager.at("append-kv").second;
+  const auto c_ref = check_results(new_c_plugin().parent_path(), &rc);
+  ASSERT_TRUE(c_ref.count("append-kv"));
+  EXPECT_EQ(c_ref.at("append-kv").first, "SKIP") << "a 1.2 plugin without an append";
+  EXPECT_TRUE(contains(c_ref.at("append-kv").second, "does not advertise")) << c_ref.at("append-kv").second;
 }
 
 TEST(AbiCheck, Abi11PluginsPassTheExtensionsCheck) {
