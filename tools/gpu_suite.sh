@@ -15,8 +15,11 @@ mkdir -p "$out"
 steps="${SUITE_STEPS:-1 2 3 4 5 6}"
 # cuBLAS for eager on CUDA: the toolkit's, else the one PyTorch ships.
 cublas_dir=$(python3 -c "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))" 2>/dev/null || true)
+# cuDNN for sdpa on CUDA (opened at run time): PyTorch's own (the library its cuDNN anchors run),
+# else the system's (found by the loader's cache). ATTNRT_CUDNN_LIBRARY overrides both.
+cudnn_dir=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null || true)
 # The staged Debian libraries (yaml-cpp, fmt, spdlog, gomp) sit in lib/ beside libattnrt.
-export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$here/lib:${cudnn_dir}:/usr/local/cuda/lib64:${cublas_dir}:${LD_LIBRARY_PATH:-}"
 attnrt="$here/bin/attnrt"
 status=0
 # The copy may arrive group- or world-writable; attnrt refuses plugin folders writable by others.
@@ -35,7 +38,7 @@ if step 2; then
 fi
 if step 3; then
   echo "=== 3. compute-sanitizer"
-  subset='Grid/FlashAttention2Grid.*/bf16_hd128_gqa4_causal_200:Grid/FlashAttention2Grid.*/fp16_hd64_varlen_causal_gqa:Grid/FlashAttention2Grid.*/bf16_hd256_mqa_window_300:Eager/EagerCudaFeatures.*/bf16_sinks_causal_gqa:Eager/EagerCudaFeatures.*/fp32_paged_decode:Cases/PagedGpu.*/bf16_hd128_decode_gqa4_page16:Cases/PagedGpu.*/fp16_hd128_varlen_chunked_prefill:Cases/PagedGpu.*/bf16_hd128_gptoss_sinks_window:PagedGpuSplit.*:PagedGpuAppend.*'
+  subset='Grid/FlashAttention2Grid.*/bf16_hd128_gqa4_causal_200:Grid/FlashAttention2Grid.*/fp16_hd64_varlen_causal_gqa:Grid/FlashAttention2Grid.*/bf16_hd256_mqa_window_300:Eager/EagerCudaFeatures.*/bf16_sinks_causal_gqa:Eager/EagerCudaFeatures.*/fp32_paged_decode:Cases/PagedGpu.*/bf16_hd128_decode_gqa4_page16:Cases/PagedGpu.*/fp16_hd128_varlen_chunked_prefill:Cases/PagedGpu.*/bf16_hd128_gptoss_sinks_window:PagedGpuSplit.*:PagedGpuAppend.*:Sdpa/SdpaCudaGrid.*/bf16_hd128_varlen_ragged_window'
   for tool in memcheck racecheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 7 "$here/bin/attnrt_gpu_tests" --gtest_filter="$subset" \
       > "$out/sanitizer_$tool.txt" 2>&1
@@ -50,7 +53,7 @@ if step 4; then
 fi
 if step 5; then
   echo "=== 5. benchmark and PyTorch anchors"
-  "$attnrt" bench attnrt.device=cuda --backends "${BENCH_BACKENDS:-flash_attention_2}" --csv "$out/attnrt_bench.csv" \
+  "$attnrt" bench attnrt.device=cuda --backends "${BENCH_BACKENDS:-flash_attention_2,sdpa}" --csv "$out/attnrt_bench.csv" \
     ${BENCH_ARGS:-} > "$out/attnrt_bench.txt" 2>&1 || status=1
   OUT="$out" python3 "$here/torch_sdpa_anchors.py" --no-flex > "$out/anchors.txt" 2>&1 || status=1
   python3 "$here/bench_join.py" "$out/attnrt_bench.csv" "$out/anchors.csv" | tee "$out/ratios.txt"

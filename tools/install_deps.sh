@@ -26,6 +26,16 @@ if command -v nvcc > /dev/null 2>&1 && [ ! -f "$root/.deps/cutlass/.version-$cut
   python3 -m pip install -q --no-deps --target "$root/.deps/cutlass" "nvidia-cutlass==$cutlass_version"
   touch "$root/.deps/cutlass/.version-$cutlass_version"
 fi
+# cuDNN frontend headers for sdpa on CUDA (plugins/cuda/sdpa), where the CUDA toolkit is: the
+# nvidia-cudnn-frontend wheel from PyPI (headers under include/; --no-deps), into
+# .deps/cudnn_frontend. cudnn.h comes from the toolkit; libcudnn is opened at run time.
+cudnn_frontend_version=1.32.0
+if command -v nvcc > /dev/null 2>&1 && [ ! -f "$root/.deps/cudnn_frontend/.version-$cudnn_frontend_version" ]; then
+  echo "install_deps: nvidia-cudnn-frontend $cudnn_frontend_version (headers) into .deps/cudnn_frontend"
+  rm -rf "$root/.deps/cudnn_frontend"
+  python3 -m pip install -q --no-deps --target "$root/.deps/cudnn_frontend" "nvidia-cudnn-frontend==$cudnn_frontend_version"
+  touch "$root/.deps/cudnn_frontend/.version-$cudnn_frontend_version"
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
 else
