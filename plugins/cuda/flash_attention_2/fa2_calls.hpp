@@ -39,11 +39,7 @@ struct Calls {
     use_device(d);
     AttentionParams p = make_params(d, a, kRowAlignment);
     BackwardWorkspace::bind(d, e, p);
-    if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) {
-      // Nothing to differentiate: dsinks is still an output, and its value is zero.
-      if (p.dsinks) check_cuda(cudaMemsetAsync(p.dsinks, 0, size_t(d.heads_q) * sizeof(float), stream(e)), what);
-      return;
-    }
+    if (BackwardWorkspace::nothing_to_differentiate(p, stream(e), what)) return;
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       check_cuda(run_backward<Policy, decltype(hd)::value>(p, bf16(d), stream(e)), what);
     });

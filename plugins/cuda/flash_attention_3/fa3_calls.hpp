@@ -61,11 +61,7 @@ struct Calls {
     AttentionParams p = make_params(d, a, kRowAlignment);
     BackwardWorkspace::bind(d, e, p);
     const cudaStream_t stream = static_cast<cudaStream_t>(e.stream);
-    if (p.batch == 0 || (p.seqlen_q == 0 && p.seqlen_k == 0)) {
-      // Nothing to differentiate: dsinks is still an output, and its value is zero.
-      if (p.dsinks) check_cuda(cudaMemsetAsync(p.dsinks, 0, size_t(d.heads_q) * sizeof(float), stream), what);
-      return;
-    }
+    if (BackwardWorkspace::nothing_to_differentiate(p, stream, what)) return;
     const Layout l = layout(d, a.q, a.k);
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;

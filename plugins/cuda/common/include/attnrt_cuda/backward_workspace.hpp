@@ -7,7 +7,10 @@
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_cuda/cuda_check.hpp>
 #include <attnrt_cuda/params.hpp>
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 
@@ -36,6 +39,14 @@ struct BackwardWorkspace {
     p.softmax_d = reinterpret_cast<float*>(ws);
     if (!d.deterministic) p.dq_accum = reinterpret_cast<float*>(ws + dq_accum_offset(d));
     if (d.has_sinks) p.dsink_rows = reinterpret_cast<float*>(ws + dsink_rows_offset(d));
+  }
+
+  // Whether the backward has nothing to differentiate (no batch, or no rows on either side);
+  // then dsinks, still an output, is set to zero here and the caller launches nothing.
+  static bool nothing_to_differentiate(const AttentionParams& p, cudaStream_t stream, const char* what) {
+    if (p.batch != 0 && (p.seqlen_q != 0 || p.seqlen_k != 0)) return false;
+    if (p.dsinks) check_cuda(cudaMemsetAsync(p.dsinks, 0, size_t(p.heads_q) * sizeof(float), stream), what);
+    return true;
   }
 };
 
