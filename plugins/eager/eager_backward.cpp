@@ -3,9 +3,12 @@
 //   p_ij = exp(s_ij - lse_i)           D_i = dout_i . out_i
 //   dv_j += sum_i p_ij dout_i          dp_ij = dout_i . v_j
 //   ds_ij = p_ij (dp_ij - D_i)         dx_ij = ds_ij * (1 - (capped_ij / softcap)^2)   [softcap]
+//   flex_attention: s_ij = score_mod(x_ij), so ds_ij takes score_mod_grad(x_ij) first
 //   dq_i = scale sum_j dx_ij k_j       dk_j += scale sum_i dx_ij q_i
 //   dsink_h = -sum_i exp(sink_h - lse_i) D_i
 #include "eager_kernels.hpp"
+
+#include <attnrt_kernels/flex/eval.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -57,9 +60,12 @@ void backward(const kernels::BackwardProblem& p, float* workspace, int num_threa
         for (int64_t j = 0; j < k_len; ++j) {
           if (j < r.lo || j >= r.hi || lse == kNegInf) continue;  // p_ij = 0: no gradient
           const Score s = score(dot(q, k + j * hd, hd), d.softmax_scale, d.softcap, slope, i, j, p.diag_offset(b));
-          const float pij = std::exp(s.value - lse);
+          const float value = p.flex ? p.flex->apply(s.value, b, h, i, j) : s.value;
+          if (value == kNegInf) continue;
+          const float pij = std::exp(value - lse);
           for (int64_t c = 0; c < hv; ++c) dv[j * hv + c] += pij * dout[c];
           float ds = pij * (dot(dout, v + j * hv, hv) - D);
+          if (p.flex) ds *= p.flex->grad(s.value, b, h, i, j);
           if (d.softcap > 0.0f) ds *= 1.0f - (s.capped / d.softcap) * (s.capped / d.softcap);
           ds *= d.softmax_scale;
           for (int64_t c = 0; c < hd; ++c) {

@@ -1,5 +1,7 @@
 #include "eager_kernels.hpp"
 
+#include <attnrt_kernels/flex/eval.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -57,11 +59,12 @@ void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads
         kernels::load_row(p.q.row(b, i, h), d.dtype, q, hd);
         const kernels::KeyRange r = p.keys(b, i);
         float* s = scores + i * k_len;
-        // 1. scores, with masked keys at -inf
+        // 1. scores, with masked keys at -inf; flex_attention's mods and block mask on top
         for (int64_t j = 0; j < k_len; ++j) {
           s[j] = (j >= r.lo && j < r.hi)
                      ? score(dot(q, k + j * hd, hd), d.softmax_scale, d.softcap, slope, i, j, p.diag_offset(b)).value
                      : kNegInf;
+          if (p.flex && s[j] != kNegInf) s[j] = p.flex->apply(s[j], b, h, i, j);
         }
         // 2. softmax with the sink logit in the denominator only
         float m = sink;

@@ -87,7 +87,7 @@ TEST(AbiCompat, OldHeaderPluginLoadsAsVersion10) {
   EXPECT_EQ(lib->name(), "c_reference_v1_0");
   EXPECT_EQ(lib->abi_version(), "1.0");
   EXPECT_EQ(lib->api().struct_size, size_t{ATTNRT_PLUGIN_API_SIZE_V1_0});
-  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.2") << "the same source, built against 1.2";
+  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.3") << "the same source, built against 1.3";
 }
 
 TEST(AbiCompat, OldHeaderPluginComputesWhatTheNewBuildAndTheReferenceCompute) {
@@ -132,14 +132,14 @@ TEST(AbiCompat, OldHeaderPluginIsRefusedAnyExtensionByTheHost) {
 }
 
 TEST(AbiCompat, AnAttnrtTypeNewerThanThePluginIsNotSentToIt) {
-  // Type 7 is in attnrt's own range but defined by no minor up to 1.1: a 1.1 plugin cannot know
+  // Type 7 is in attnrt's own range but defined by no minor up to 1.3: a 1.3 plugin cannot know
   // it, optional or not.
   Backend backend(PluginLibrary::open(new_c_plugin()));
   Workload w = small_workload();
   const attnrt_extension block{sizeof(attnrt_extension), 7, ATTNRT_EXTENSION_OPTIONAL, nullptr};
   w.desc.extensions = &block;
   EXPECT_EQ(backend.unsupported_reason(w.desc),
-            "built against ABI 1.2; extension type 7 (not defined in ABI 1.2) needs ABI 1.3");
+            "built against ABI 1.3; extension type 7 (not defined in ABI 1.3) needs ABI 1.4");
 }
 
 TEST(AbiCompat, BackwardIsGatedToo) {
@@ -160,7 +160,7 @@ TEST(AbiCompat, BackwardIsGatedToo) {
   b.desc.extensions = &block;
   EXPECT_EQ(
       error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
-      "unsupported|eager: backward: built against ABI 1.2; extension type 7 (not defined in ABI 1.2) needs ABI 1.3");
+      "unsupported|eager: backward: built against ABI 1.3; extension type 7 (not defined in ABI 1.3) needs ABI 1.4");
   EXPECT_TRUE(std::isnan(b.dq.data_as<float>()[0])) << "nothing computed";
 }
 
@@ -214,7 +214,7 @@ void expect_unknown_extensions_handled(const std::filesystem::path& lib, const s
 
 TEST(AbiCompat, CxxHelperPluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
   const auto eager = test::plugins_dir() / "eager/libattnrt_eager.so";
-  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.2");
+  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.3");
   expect_unknown_extensions_handled(eager,
                                     "vendor extension 0xa77e00ff is required (not flagged "
                                     "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");
@@ -313,6 +313,37 @@ TEST_F(AbiResolution, TheOldPluginIsSkippedWithItsReasonAndTheChainFallsBack) {
   EXPECT_EQ(b.attempts[0].reason, "built against ABI 1.0; vendor extension 0xa77e00ff needs ABI 1.1");
 }
 
+// ABI 1.3's flex_attention block: a 1.0 plugin is never sent it (the host refuses it for the call
+// before its supports(), which could not see the chain), a 1.3 plugin without flex refuses it by
+// name, and the chain falls back to flex_attention, which computes the masked call.
+TEST_F(AbiResolution, AFlexBlockSkipsOlderAndNonFlexPluginsWithTheirReasons) {
+  Resolver r = make({"eager", "flex_attention"});
+  Workload w = small_workload();
+  const std::string mask = "kv_idx % 2 == 0";
+  attnrt_flex_attention flex{};
+  flex.header = {sizeof flex, ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION, 0, nullptr};
+  flex.mask_mod = mask.c_str();
+  w.desc.extensions = &flex.header;
+  Resolution a = r.resolve("s", "c_reference_v1_0", w.desc);
+  ASSERT_TRUE(a.ok()) << a.error;
+  EXPECT_EQ(a.chosen, "flex_attention");
+  ASSERT_EQ(a.attempts.size(), 3u);
+  EXPECT_EQ(a.attempts[0].reason, "built against ABI 1.0; extension 'flex_attention' (type 1) needs ABI 1.3");
+  EXPECT_EQ(a.attempts[1].reason,
+            "extension 'flex_attention' (type 1) is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this plugin "
+            "does not implement it");
+  // Even keys only, on top of the descriptor's causal mask: the reference with the same rule.
+  ReferenceMods mods;
+  mods.visible = [](int64_t, int64_t, int64_t, int64_t j) { return j % 2 == 0; };
+  const ReferenceForward ref = reference_forward(w.desc, w.forward_args(), &mods);
+  w.out.fill_nan();
+  a.backend->forward(w.desc, w.forward_args(), 1);
+  EXPECT_LT(max_abs_error(*w.out.dl(), ref.out), 1e-5);
+  w.desc.extensions = nullptr;
+  const ReferenceForward plain = reference_forward(w.desc, w.forward_args());
+  EXPECT_GT(max_abs_error(plain.out, ref.out), 1e-2) << "the mask changes the result";
+}
+
 TEST_F(AbiResolution, NoCandidateForARequiredUnknownExtensionListsEveryReason) {
   Resolver r = make({"ext_reference", "eager"});
   Workload w = small_workload();
@@ -361,6 +392,23 @@ TEST(AbiCheck, AppendKvIsCheckedWhereAdvertised) {
   ASSERT_TRUE(c_ref.count("append-kv"));
   EXPECT_EQ(c_ref.at("append-kv").first, "SKIP") << "a 1.2 plugin without an append";
   EXPECT_TRUE(contains(c_ref.at("append-kv").second, "does not advertise")) << c_ref.at("append-kv").second;
+}
+
+TEST(AbiCheck, FlexIsCheckedWhereAdvertisedAndRefusedElsewhere) {
+  int rc = -1;
+  const auto flex = check_results(test::plugins_dir() / "flex_attention", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_TRUE(flex.count("flex"));
+  EXPECT_EQ(flex.at("flex").first, "PASS") << flex.at("flex").second;
+  EXPECT_TRUE(contains(flex.at("flex").second, "block mask")) << flex.at("flex").second;
+  const auto eager = check_results(test::plugins_dir() / "eager", &rc);
+  ASSERT_TRUE(eager.count("flex"));
+  EXPECT_EQ(eager.at("flex").first, "SKIP");
+  EXPECT_TRUE(contains(eager.at("flex").second, "refuses the block")) << eager.at("flex").second;
+  const auto old = check_results(old_plugin().parent_path(), &rc);
+  ASSERT_TRUE(old.count("flex"));
+  EXPECT_EQ(old.at("flex").first, "SKIP");
+  EXPECT_TRUE(contains(old.at("flex").second, "built against ABI 1.0")) << old.at("flex").second;
 }
 
 TEST(AbiCheck, Abi11PluginsPassTheExtensionsCheck) {

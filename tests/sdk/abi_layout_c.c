@@ -23,6 +23,8 @@ size_t attnrt_test_c_layout(int which) {
     case 13: return ATTNRT_ATTENTION_DESC_SIZE_V1_1;
     case 14: return ATTNRT_EXEC_SIZE_V1_0;
     case 15: return ATTNRT_ABI_VERSION_MINOR;
+    case 16: return sizeof(attnrt_flex_attention);
+    case 17: return offsetof(attnrt_flex_attention, kv_num_blocks);
     default: return 0;
   }
 }

@@ -72,6 +72,8 @@ TEST(AbiLayout, CAndCxxAgree) {
   EXPECT_EQ(attnrt_test_c_layout(13), static_cast<size_t>(ATTNRT_ATTENTION_DESC_SIZE_V1_1));
   EXPECT_EQ(attnrt_test_c_layout(14), static_cast<size_t>(ATTNRT_EXEC_SIZE_V1_0));
   EXPECT_EQ(attnrt_test_c_layout(15), static_cast<size_t>(ATTNRT_ABI_VERSION_MINOR));
+  EXPECT_EQ(attnrt_test_c_layout(16), sizeof(attnrt_flex_attention));
+  EXPECT_EQ(attnrt_test_c_layout(17), offsetof(attnrt_flex_attention, kv_num_blocks));
 }
 
 TEST(AbiLayout, HasFieldReadsStructSize) {
@@ -83,9 +85,9 @@ TEST(AbiLayout, HasFieldReadsStructSize) {
 
 // ---------------------------------------------------------------- ABI 1.1
 
-TEST(AbiLayout, VersionIsOnePointTwo) {
+TEST(AbiLayout, VersionIsOnePointThree) {
   EXPECT_EQ(ATTNRT_ABI_VERSION_MAJOR, 1);
-  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 2);
+  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 3);
 }
 
 TEST(AbiLayout, NamedSizesPerVersion) {
@@ -110,6 +112,17 @@ TEST(AbiLayout, NamedSizesPerVersion) {
   EXPECT_EQ(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2, sizeof(attnrt_append_kv_args));
   EXPECT_EQ(ATTNRT_FEATURE_APPEND_KV, 1ull << 13);
   EXPECT_EQ(ATTNRT_FEATURE_PAGED_VARLEN_Q, 1ull << 14);
+  // 1.3: the flex_attention extension block (an extension: the descriptor did not grow)
+  EXPECT_EQ(ATTNRT_FLEX_ATTENTION_SIZE_V1_3, 152u);
+  EXPECT_EQ(ATTNRT_FLEX_ATTENTION_SIZE_V1_3, sizeof(attnrt_flex_attention));
+  EXPECT_EQ(offsetof(attnrt_flex_attention, header), 0u);
+  EXPECT_EQ(offsetof(attnrt_flex_attention, score_mod), 24u);
+  EXPECT_EQ(offsetof(attnrt_flex_attention, num_aux), 56u);
+  EXPECT_EQ(offsetof(attnrt_flex_attention, aux), 64u);
+  EXPECT_EQ(offsetof(attnrt_flex_attention, q_block_size), 80u);
+  EXPECT_EQ(offsetof(attnrt_flex_attention, kv_num_blocks), 88u);
+  EXPECT_EQ(static_cast<uint32_t>(ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION), 1u);
+  EXPECT_EQ(ATTNRT_FEATURE_FLEX_ATTENTION, 1ull << 15);
   // The newest size of each struct is its sizeof: nothing was added without a named size.
   EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, sizeof(attnrt_attention_desc));
   EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_2, sizeof(attnrt_plugin_api));

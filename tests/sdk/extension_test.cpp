@@ -127,14 +127,16 @@ TEST(ExtensionChain, TooSmallAndReservedBlocksAreInvalidArguments) {
 TEST(ExtensionTypes, MinorsAndNames) {
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0x80000000u), 1u) << "vendor types need the mechanism: 1.1";
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0xFFFFFFFFu), 1u);
-  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 3u) << "an attnrt type this header does not define is newer than 1.2";
+  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 4u) << "an attnrt type this header does not define is newer than 1.3";
   EXPECT_EQ(attnrt::sdk::standard_extension(7), nullptr);
   EXPECT_EQ(attnrt::sdk::standard_extension(0), nullptr) << "type 0 is reserved, never a real type";
   EXPECT_EQ(attnrt::sdk::extension_name(0x80000001u), "vendor extension 0x80000001");
-  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.2)");
-  // The table: reserved type 0 only, in 1.1 (flex_attention's block will be the first real one).
-  ASSERT_EQ(std::size(attnrt::sdk::kStandardExtensions), 1u);
+  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.3)");
+  // The table: reserved type 0, and flex_attention's block (ABI 1.3), the first real type.
+  ASSERT_EQ(std::size(attnrt::sdk::kStandardExtensions), 2u);
   EXPECT_EQ(attnrt::sdk::kStandardExtensions[0].type, 0u);
+  EXPECT_EQ(attnrt::sdk::extension_abi_minor(ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION), 3u);
+  EXPECT_EQ(attnrt::sdk::extension_name(ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION), "extension 'flex_attention' (type 1)");
   for (const auto& e : attnrt::sdk::kStandardExtensions) {
     EXPECT_LT(e.type, ATTNRT_EXTENSION_TYPE_VENDOR_FIRST);
     EXPECT_LE(e.abi_minor, static_cast<uint32_t>(ATTNRT_ABI_VERSION_MINOR));
@@ -238,9 +240,9 @@ class Adapter : public ::testing::Test {
 using AdapterPlain = Adapter<Plain>;
 using AdapterWithVendorA = Adapter<WithVendorA>;
 
-TEST_F(AdapterPlain, ReportsAbi12) {
+TEST_F(AdapterPlain, ReportsAbi13) {
   EXPECT_EQ(api_->abi_major, 1u);
-  EXPECT_EQ(api_->abi_minor, 2u);
+  EXPECT_EQ(api_->abi_minor, 3u);
 }
 
 TEST_F(AdapterPlain, RefusesARequiredBlockItDoesNotDeclareBeforeTheClassSeesIt) {

@@ -21,7 +21,7 @@ namespace attnrt::sdk {
 // attnrt's own extension types, each with the ABI minor that introduced it (plugin_abi.h,
 // attnrt_extension_type, lists the same): a host sends a block only to plugins of at least that
 // minor. Adding a type appends a line here and to the enum (sdk/ABI_CHANGELOG.md, "Adding an
-// extension type"). None is defined in ABI 1.1; type 0 is reserved and never valid.
+// extension type"). Type 0 is reserved and never valid.
 struct StandardExtension {
   uint32_t type;
   uint32_t abi_minor;  // the minor of ATTNRT_ABI_VERSION_MAJOR that introduced it
@@ -29,6 +29,7 @@ struct StandardExtension {
 };
 inline constexpr StandardExtension kStandardExtensions[] = {
     {ATTNRT_EXTENSION_TYPE_NONE, 0, "none (reserved)"},
+    {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION, 3, "flex_attention"},
 };
 
 // The table's entry for `type`; NULL for a vendor type or a type this header does not define.
@@ -125,6 +126,12 @@ inline const attnrt_extension* find_extension(const attnrt_attention_desc& desc,
     if (e.type == type) return &e;
   }
   return nullptr;
+}
+
+// desc's flex_attention block (ABI 1.3), or NULL when the chain holds none. The block's
+// struct_size is checked by validate.hpp's check_desc (check_flex): read it after that.
+inline const attnrt_flex_attention* flex_block(const attnrt_attention_desc& desc) noexcept {
+  return reinterpret_cast<const attnrt_flex_attention*>(find_extension(desc, ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION));
 }
 
 // "" when desc's chain is well formed, else what is wrong with it: a block smaller than the

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_VERSION_MAJOR 1
-#define ATTNRT_ABI_VERSION_MINOR 2
+#define ATTNRT_ABI_VERSION_MINOR 3
 
 /* The single symbol every plugin exports (all others hidden). Type: attnrt_plugin_entry_fn. */
 #define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_entry"
@@ -119,8 +119,11 @@ typedef enum attnrt_feature_bits {
   ATTNRT_FEATURE_HEAD_DIM_V = 1ull << 12,    /* head_dim_v != head_dim */
   /* ---- ABI 1.2 */
   ATTNRT_FEATURE_APPEND_KV = 1ull << 13,     /* implements append_kv (writes tokens into a paged cache) */
-  ATTNRT_FEATURE_PAGED_VARLEN_Q = 1ull << 14 /* is_paged with is_varlen: packed queries over a paged
-                                                cache (chunked prefill) */
+  ATTNRT_FEATURE_PAGED_VARLEN_Q = 1ull << 14, /* is_paged with is_varlen: packed queries over a paged
+                                                 cache (chunked prefill) */
+  /* ---- ABI 1.3 */
+  ATTNRT_FEATURE_FLEX_ATTENTION = 1ull << 15 /* implements the flex_attention extension block
+                                                (score_mod, mask_mod, block mask) */
 } attnrt_feature_bits;
 
 /* A plugin's static declaration of what it can do; owned by the plugin, valid while loaded. */
@@ -178,10 +181,11 @@ typedef enum attnrt_extension_flags {
 
 /* attnrt's own extension types: every type below ATTNRT_EXTENSION_TYPE_VENDOR_FIRST, each listed
  * with the ABI minor that introduced it (a host sends it only to plugins of at least that minor;
- * attnrt::sdk::kStandardExtensions in plugin.hpp holds the same table for C++). None is defined
- * in ABI 1.1, which introduces the mechanism; flex_attention's block is planned as the first. */
+ * attnrt::sdk::kStandardExtensions in extensions.hpp holds the same table for C++). ABI 1.1
+ * introduced the mechanism with no type. */
 typedef enum attnrt_extension_type {
-  ATTNRT_EXTENSION_TYPE_NONE = 0 /* reserved, never valid: what a zero-filled header holds */
+  ATTNRT_EXTENSION_TYPE_NONE = 0,          /* reserved, never valid: what a zero-filled header holds */
+  ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION = 1 /* ABI 1.3: attnrt_flex_attention */
 } attnrt_extension_type;
 
 /* Types from here up are vendor or experimental extensions, outside attnrt's numbering: the
@@ -193,6 +197,69 @@ typedef enum attnrt_extension_type {
 
 /* The most blocks a chain may hold: a longer chain (or a cycle) is ATTNRT_ERROR_INVALID_ARGUMENT. */
 #define ATTNRT_EXTENSION_CHAIN_MAX 64
+
+/* ---------------------------------------------------------------- flex_attention (ABI 1.3) */
+
+/*
+ * PyTorch's FlexAttention (torch.nn.attention.flex_attention; Dong et al. 2024, "Flex Attention:
+ * A Programming Model for Generating Optimized Attention Kernels") as an extension block of type
+ * ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION: user code that modifies each score and masks pairs, and
+ * an optional block-sparse mask that says which tiles hold any visible pair.
+ *
+ * The mods are source text, the bodies of these functions (the SDK README's "flex_attention
+ * mods" section is the contract: the identifiers a body may use and how it is compiled):
+ *   float score_mod(float score, int b, int h, int q_idx, int kv_idx)  (NULL or "": returns score)
+ *   bool  mask_mod(int b, int h, int q_idx, int kv_idx)                (NULL or "": true)
+ *   float score_mod_grad(float score, int b, int h, int q_idx, int kv_idx)
+ *         d score_mod / d score at `score`, for backward (NULL: a backward with a score_mod is
+ *         refused; without a score_mod the gradient is 1)
+ * b is the sequence (batch index, or varlen sequence), h the query head, q_idx and kv_idx the
+ * query's and key's positions within their sequence counted from 0 (top-left, as PyTorch's
+ * flex). `score` is the descriptor's score, softmax_scale * q . k in natural-log units after
+ * its softcap and ALiBi (a plugin that cannot combine those with mods refuses the call). With
+ * the block, the descriptor's rule becomes
+ *   s_ij = score_mod(score_ij, b, h, i, j)
+ *   masked: the descriptor's causal / window rule, or !mask_mod(b, h, i, j), or (i, j) in a block
+ *           the block mask does not list
+ * and everything else (sinks, LSE, a row with no visible key) is unchanged. Sources may read
+ * aux tensors as aux0, aux1, ... (read-only views: aux0(i, j) indexes with the tensor's
+ * strides, aux0.size(d) its shape) and scalars as scalar0, scalar1, ... (float).
+ *
+ * The block mask (PyTorch's BlockMask, field for field; int32, on desc.device): the queries of
+ * a sequence are cut into blocks of q_block_size rows and its keys into blocks of kv_block_size;
+ * for sequence b, query head h and query block m, the key blocks
+ *   kv_indices[b, h, m, 0 .. kv_num_blocks[b, h, m])            may hold visible pairs (mask_mod
+ *                                                               is evaluated there)
+ *   full_kv_indices[b, h, m, 0 .. full_kv_num_blocks[b, h, m])  hold only visible pairs (mask_mod
+ *                                                               is not evaluated; optional)
+ * and every other key block is fully masked (skipped). A dimension of size 1 in b or h
+ * broadcasts. q_num_blocks / q_indices (and full_q_*) are the transpose, [b, h, key block,
+ * query blocks], for backward: optional, a plugin that needs them derives them when absent.
+ * kv_num_blocks NULL: no block mask (every tile is visited and mask_mod is evaluated on all).
+ * The host checks shapes and dtypes, not that the lists agree with mask_mod: as in PyTorch, a
+ * "full" block is trusted (mask_mod is not evaluated there) and an unlisted block is skipped.
+ */
+typedef struct attnrt_flex_attention {
+  attnrt_extension header;    /* type ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION; struct_size: the block's */
+  const char* score_mod;      /* NUL-terminated body, or NULL */
+  const char* mask_mod;       /* NUL-terminated body, or NULL */
+  const char* score_mod_grad; /* NUL-terminated body, or NULL */
+  const char* source_name;    /* where the mods came from ("mods.yaml:12"), for compile errors; may be NULL */
+  int32_t num_aux;            /* entries of aux */
+  int32_t num_scalars;        /* entries of scalars */
+  const DLTensor* const* aux; /* [num_aux] tensors on desc.device: int32, int64 or float32, 1-4 dims */
+  const float* scalars;       /* [num_scalars], host memory */
+  int32_t q_block_size;       /* rows per query block of the block mask (PyTorch's default 128) */
+  int32_t kv_block_size;      /* keys per key block (128) */
+  const DLTensor* kv_num_blocks;      /* [B, H, num_q_blocks] int32, or NULL: no block mask */
+  const DLTensor* kv_indices;         /* [B, H, num_q_blocks, max_kv_blocks] int32 */
+  const DLTensor* full_kv_num_blocks; /* like kv_num_blocks, or NULL */
+  const DLTensor* full_kv_indices;    /* like kv_indices, or NULL */
+  const DLTensor* q_num_blocks;       /* [B, H, num_kv_blocks] int32, or NULL */
+  const DLTensor* q_indices;          /* [B, H, num_kv_blocks, max_q_blocks] int32 */
+  const DLTensor* full_q_num_blocks;  /* or NULL */
+  const DLTensor* full_q_indices;     /* or NULL */
+} attnrt_flex_attention;
 
 /* ---------------------------------------------------------------- the attention descriptor */
 
@@ -417,6 +484,9 @@ typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_maj
 #define ATTNRT_PLUGIN_API_SIZE_V1_2 ATTNRT_STRUCT_SIZE(attnrt_plugin_api, append_kv)
 #define ATTNRT_APPEND_KV_ARGS_SIZE_V1_2 ATTNRT_STRUCT_SIZE(attnrt_append_kv_args, v_cache)
 
+/* ABI 1.3: the flex_attention extension block */
+#define ATTNRT_FLEX_ATTENTION_SIZE_V1_3 ATTNRT_STRUCT_SIZE(attnrt_flex_attention, full_q_indices)
+
 /* ---------------------------------------------------------------- layout asserts */
 
 /* On every target: struct_size first, the function table's frozen head, appended fields after
@@ -436,6 +506,7 @@ ATTNRT_STATIC_ASSERT(offsetof(attnrt_attention_desc, extensions) >= ATTNRT_ATTEN
                      attention_desc_v1_1_appended);
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, append_kv) >= ATTNRT_PLUGIN_API_SIZE_V1_0, plugin_api_v1_2_appended);
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_append_kv_args, struct_size) == 0, append_kv_args_struct_size_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_flex_attention, header) == 0, flex_attention_header_at_0);
 
 /* On LP64 targets (8-byte pointers and size_t: x86-64, aarch64 Linux and macOS; also Win64),
  * the values themselves, which tests/sdk/abi_layout_test.cpp pins too. */
@@ -455,6 +526,7 @@ ATTNRT_STATIC_ASSERT(ATTNRT_EXTENSION_SIZE_V1_1 == 24, lp64_extension_size_v1_1)
 ATTNRT_STATIC_ASSERT(ATTNRT_ATTENTION_DESC_SIZE_V1_1 == 128, lp64_attention_desc_size_v1_1);
 ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_2 == 104, lp64_plugin_api_size_v1_2);
 ATTNRT_STATIC_ASSERT(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2 == 48, lp64_append_kv_args_size_v1_2);
+ATTNRT_STATIC_ASSERT(ATTNRT_FLEX_ATTENTION_SIZE_V1_3 == 152, lp64_flex_attention_size_v1_3);
 #endif
 
 #ifdef __cplusplus

@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnrt::sdk {
@@ -116,6 +118,114 @@ inline void check_extensions(const attnrt_attention_desc& d) {
   if (std::string error = extension_chain_error(d); !error.empty()) invalid(error);
 }
 
+// Limits of a flex_attention block (ABI 1.3), documented in the SDK README.
+inline constexpr int32_t kFlexMaxAux = 16;
+inline constexpr int32_t kFlexMaxScalars = 64;
+inline constexpr size_t kFlexMaxSourceBytes = 64 * 1024;
+
+namespace detail {
+// One block-mask tensor of a flex block: int32 on the call's device, `dims` as the descriptor
+// implies, where a -2 entry means "1 or that extent" (PyTorch's broadcast batch and head).
+inline void check_block_mask_tensor(const char* name, const DLTensor* t, const std::vector<int64_t>& dims,
+                                    DLDevice device) {
+  std::vector<int64_t> want = dims;
+  if (t != nullptr && t->shape != nullptr && t->ndim == static_cast<int32_t>(dims.size())) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] <= -2 && t->shape[i] == 1) want[i] = 1;
+      if (dims[i] <= -2 && t->shape[i] != 1) want[i] = -2 - dims[i];
+    }
+  }
+  for (int64_t& w : want) {
+    if (w <= -2) w = -2 - w;
+  }
+  check_tensor(name, t, want, DLDataType{kDLInt, 32, 1}, device);
+}
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// -2 - extent: "1 or extent" in check_block_mask_tensor's dims.
+inline int64_t one_or(int64_t extent) { return -2 - extent; }
+}  // namespace detail
+
+// The flex_attention block of d, when there is one, is well formed: its size, mods no longer
+// than kFlexMaxSourceBytes, aux tensors (int32/int64/float32, 1-4 dims, on the call's device),
+// scalars, and the block mask's shapes ([B or 1, heads_q or 1, blocks...], int32; plugin_abi.h,
+// attnrt_flex_attention). Does not read tensor data (it may live on a GPU).
+inline void check_flex(const attnrt_attention_desc& d) {
+  const attnrt_flex_attention* f = flex_block(d);
+  if (f == nullptr) return;
+  if (f->header.struct_size < ATTNRT_FLEX_ATTENTION_SIZE_V1_3) {
+    invalid("flex_attention block: struct_size " + std::to_string(f->header.struct_size) + " is smaller than ABI 1.3's " +
+            std::to_string(ATTNRT_FLEX_ATTENTION_SIZE_V1_3));
+  }
+  for (const auto& [name, text] : {std::pair{"score_mod", f->score_mod}, std::pair{"mask_mod", f->mask_mod},
+                                   std::pair{"score_mod_grad", f->score_mod_grad}}) {
+    if (text != nullptr && std::strlen(text) > kFlexMaxSourceBytes) {
+      invalid(std::string("flex_attention.") + name + ": source longer than " + std::to_string(kFlexMaxSourceBytes) +
+              " bytes");
+    }
+  }
+  if (f->num_aux < 0 || f->num_aux > kFlexMaxAux) {
+    invalid("flex_attention.num_aux must be in [0, " + std::to_string(kFlexMaxAux) + "], got " +
+            std::to_string(f->num_aux));
+  }
+  if (f->num_aux > 0 && f->aux == nullptr) invalid("flex_attention.aux is NULL with num_aux " + std::to_string(f->num_aux));
+  for (int32_t i = 0; i < f->num_aux; ++i) {
+    const std::string name = "flex_attention.aux[" + std::to_string(i) + "]";
+    const DLTensor* t = f->aux[i];
+    if (t == nullptr) invalid(name + ": NULL");
+    if (t->ndim < 1 || t->ndim > 4 || t->shape == nullptr) {
+      invalid(name + ": expected 1 to 4 dimensions, got " + std::to_string(t->ndim));
+    }
+    const DLDataType dt = t->dtype;
+    const bool ok = dt.lanes == 1 && ((dt.code == kDLInt && (dt.bits == 32 || dt.bits == 64)) ||
+                                      (dt.code == kDLFloat && dt.bits == 32));
+    if (!ok) invalid(name + ": expected dtype int32, int64 or float32, got " + dl_dtype_name(dt));
+    if (t->device.device_type != d.device.device_type || t->device.device_id != d.device.device_id) {
+      invalid(name + ": expected on " + device_name(d.device) + ", got " + device_name(t->device));
+    }
+    int64_t numel = 1;
+    for (int k = 0; k < t->ndim; ++k) {
+      if (t->shape[k] < 0) invalid(name + ": negative extent in shape " + shape_string(*t));
+      if (t->strides != nullptr && t->strides[k] < 0) invalid(name + ": negative strides are not supported");
+      numel *= t->shape[k];
+    }
+    if (numel > 0 && t->data == nullptr) invalid(name + ": data pointer is NULL");
+  }
+  if (f->num_scalars < 0 || f->num_scalars > kFlexMaxScalars) {
+    invalid("flex_attention.num_scalars must be in [0, " + std::to_string(kFlexMaxScalars) + "], got " +
+            std::to_string(f->num_scalars));
+  }
+  if (f->num_scalars > 0 && f->scalars == nullptr) {
+    invalid("flex_attention.scalars is NULL with num_scalars " + std::to_string(f->num_scalars));
+  }
+  const bool any_mask = f->kv_num_blocks || f->kv_indices || f->full_kv_num_blocks || f->full_kv_indices ||
+                        f->q_num_blocks || f->q_indices || f->full_q_num_blocks || f->full_q_indices;
+  if (!any_mask) return;
+  if (f->kv_num_blocks == nullptr) {
+    invalid("flex_attention: a block-mask tensor is given but kv_num_blocks is NULL (it is the mask's required part)");
+  }
+  if (f->q_block_size <= 0 || f->kv_block_size <= 0) {
+    invalid("flex_attention: q_block_size and kv_block_size must be > 0 with a block mask, got " +
+            std::to_string(f->q_block_size) + " and " + std::to_string(f->kv_block_size));
+  }
+  const int64_t B = detail::one_or(d.batch), H = detail::one_or(d.heads_q);
+  const int64_t mq = detail::ceil_div(d.seqlen_q, f->q_block_size), mk = detail::ceil_div(d.seqlen_k, f->kv_block_size);
+  auto pair = [&](const char* num_name, const DLTensor* num, const char* idx_name, const DLTensor* idx, int64_t blocks,
+                  bool optional) {
+    if (optional && num == nullptr && idx == nullptr) return;
+    if ((num == nullptr) != (idx == nullptr)) {
+      invalid(std::string("flex_attention: ") + num_name + " and " + idx_name + " come together (one is NULL)");
+    }
+    detail::check_block_mask_tensor(num_name, num, {B, H, blocks}, d.device);
+    check_tensor(idx_name, idx, {num->shape[0], num->shape[1], blocks, -1}, DLDataType{kDLInt, 32, 1}, d.device);
+  };
+  pair("flex_attention.kv_num_blocks", f->kv_num_blocks, "flex_attention.kv_indices", f->kv_indices, mq, false);
+  pair("flex_attention.full_kv_num_blocks", f->full_kv_num_blocks, "flex_attention.full_kv_indices",
+       f->full_kv_indices, mq, true);
+  pair("flex_attention.q_num_blocks", f->q_num_blocks, "flex_attention.q_indices", f->q_indices, mk, true);
+  pair("flex_attention.full_q_num_blocks", f->full_q_num_blocks, "flex_attention.full_q_indices", f->full_q_indices,
+       mk, true);
+}
+
 // Well-formedness of the descriptor itself (not whether a plugin supports it).
 inline void check_desc(const attnrt_attention_desc& d) {
   if (d.struct_size < ATTNRT_ATTENTION_DESC_SIZE_V1_0) {
@@ -123,6 +233,7 @@ inline void check_desc(const attnrt_attention_desc& d) {
             std::to_string(ATTNRT_ATTENTION_DESC_SIZE_V1_0));
   }
   check_extensions(d);
+  check_flex(d);
   if (d.dtype != ATTNRT_DTYPE_FP32 && d.dtype != ATTNRT_DTYPE_FP16 && d.dtype != ATTNRT_DTYPE_BF16) {
     invalid("desc.dtype: unknown value " + std::to_string(static_cast<int>(d.dtype)));
   }

@@ -11,6 +11,10 @@
 
 namespace attnrt::kernels {
 
+namespace flex {
+class Eval;
+}
+
 struct ForwardProblem {
   attnrt_attention_desc desc{};
   SeqLengths lengths;
@@ -19,6 +23,7 @@ struct ForwardProblem {
   const float* sinks = nullptr;                 // [heads_q] or null
   const DLTensor* alibi = nullptr;              // null without ALiBi
   int32_t window_left = -1, window_right = -1;  // causal folded into window_right
+  const flex::Eval* flex = nullptr;             // flex_attention's mods and block mask (flex/eval.hpp), or null
 
   int32_t group() const { return desc.heads_q / desc.heads_kv; }
   KeyRange keys(int64_t b, int64_t i) const {

@@ -17,7 +17,7 @@
 namespace attnrt::check {
 namespace {
 
-constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_PAGED_VARLEN_Q << 1) - 1;
+constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_FLEX_ATTENTION << 1) - 1;
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include "checks.hpp"
 #include "extension_check.hpp"
 #include "fixtures.hpp"
+#include "flex_check.hpp"
 #include "isolation.hpp"
 
 #include <attnrt/harness/conformance.hpp>
@@ -63,7 +64,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   const bool loads = run("load", [&] { return check_load(lib); });
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
-    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv",
+    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv", "flex",
                              "bad-arguments", "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
@@ -84,6 +85,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     run("support-query", [&] { return check_support_query(lib); });
     run("extensions", [&] { return check_unknown_extensions(lib); });
     run("append-kv", [&] { return check_append_kv(lib); });
+    run("flex", [&] { return check_flex(lib); });
     for (const char* mistake : kBadArgumentMistakes) {
       run(std::string("bad-arguments/") + mistake, [&] { return check_bad_argument(lib, mistake); });
     }

@@ -17,6 +17,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Layout {
   const attnrt_attention_desc& d;
   const attnrt_forward_args& a;
+  const ReferenceMods* mods;
 
   int64_t cu(const DLTensor* t, int64_t b) const { return static_cast<int64_t>(read_element(*t, b)); }
   int64_t q_len(int64_t b) const {
@@ -62,9 +63,10 @@ struct Layout {
   }
 };
 
-// Scores of one query row: raw (scaled) value, softcapped value, final score; -inf if masked.
+// Scores of one query row: raw (scaled) value, softcapped value, the descriptor's score (before
+// flex mods), final score; -inf if masked.
 struct RowScores {
-  std::vector<double> capped, score;
+  std::vector<double> capped, plain, score;
   double sink = -kInf;
   double m = -kInf, z = 0.0;  // max and denominator (sink included)
   std::vector<double> p;      // probabilities of the keys
@@ -76,6 +78,7 @@ RowScores row_scores(const Layout& L, int64_t b, int64_t h, int64_t i) {
   const int64_t ql = L.q_len(b), kl = L.k_len(b), hk = h / (d.heads_q / d.heads_kv);
   RowScores r;
   r.capped.assign(kl, 0.0);
+  r.plain.assign(kl, -kInf);
   r.score.assign(kl, -kInf);
   if (d.has_sinks) r.sink = read_element(*L.a.sinks, h);
   const double slope = L.slope(b, h);
@@ -89,7 +92,14 @@ RowScores row_scores(const Layout& L, int64_t b, int64_t h, int64_t i) {
     double s = static_cast<double>(d.softmax_scale) * dot;
     if (d.softcap > 0.0f) s = d.softcap * std::tanh(s / d.softcap);
     r.capped[j] = s;
-    r.score[j] = s - slope * std::fabs(static_cast<double>(i + kl - ql - j));
+    r.plain[j] = r.score[j] = s - slope * std::fabs(static_cast<double>(i + kl - ql - j));
+    if (const ReferenceMods* m = L.mods) {
+      if (m->visible && !m->visible(b, h, i, j)) {
+        r.score[j] = -kInf;
+      } else if (m->score) {
+        r.score[j] = m->score(r.plain[j], b, h, i, j);
+      }
+    }
   }
   r.m = r.sink;
   for (double s : r.score) r.m = std::max(r.m, s);
@@ -113,9 +123,10 @@ void refuse_unsupported(const attnrt_attention_desc& d, const attnrt_forward_arg
 
 }  // namespace
 
-ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a) {
+ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a,
+                                   const ReferenceMods* mods) {
   refuse_unsupported(d, a);
-  const Layout L{d, a};
+  const Layout L{d, a, mods};
   ReferenceForward r;
   r.out.assign(numel_of(*a.out), 0.0);
   const int64_t total_q = d.is_varlen ? a.q->shape[0] : static_cast<int64_t>(d.batch) * d.seqlen_q;
@@ -143,9 +154,9 @@ ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_
 }
 
 ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnrt_forward_args& a,
-                                     const DLTensor& dout) {
+                                     const DLTensor& dout, const ReferenceMods* mods) {
   refuse_unsupported(d, a);
-  const Layout L{d, a};
+  const Layout L{d, a, mods};
   ReferenceBackward g;
   g.dq.assign(numel_of(*a.q), 0.0);
   g.dk.assign(numel_of(*a.k), 0.0);
@@ -184,6 +195,7 @@ ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnr
         for (int64_t j = 0; j < kl; ++j) {
           if (s.p[j] == 0.0) continue;
           double dx = s.p[j] * (dp[j] - D);
+          if (mods && mods->grad) dx *= mods->grad(s.plain[j], b, h, i, j);
           if (d.softcap > 0.0f) dx *= 1.0 - std::pow(s.capped[j] / d.softcap, 2);
           dx *= scale;
           for (int64_t c = 0; c < d.head_dim; ++c) {

@@ -1,0 +1,484 @@
+// flex_attention on the CPU (ABI 1.3's flex block): PyTorch FlexAttention's mods compiled by the
+// system C++ compiler, checked forward and backward against the fp64 reference, which applies
+// the same mods written here as plain C++ (ReferenceMods), not compiled from the source text.
+// The mods are the ones PyTorch's FlexAttention documentation and attention-gym show: causal,
+// sliding window, prefix LM, document mask (an aux tensor), ALiBi, softcap, relative position
+// bias (an aux table), and block-sparse masks. Also: the refusals, the errors that name what is
+// wrong, and the disk cache.
+#include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/validate.hpp>
+#include <attnrt_kernels/flex/disk_cache.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace attnrt {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Compiled mods go to a folder of this test run (the plugin reads ATTNRT_CACHE_DIR when it first
+// compiles).
+class CacheDirEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("attnrt-flex-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    ::setenv("ATTNRT_CACHE_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static std::filesystem::path dir() { return dir_; }
+
+ private:
+  static inline std::filesystem::path dir_;
+};
+const auto* const kCacheEnv = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+
+// One flex block with the tensors it points at.
+struct Flex {
+  std::string score_mod, mask_mod, score_mod_grad;
+  std::vector<HostTensor> aux;
+  std::vector<float> scalars;
+  int32_t q_block = 0, kv_block = 0;
+  HostTensor kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices;
+  ReferenceMods ref;
+
+  attnrt_flex_attention block{};
+  std::vector<const DLTensor*> aux_ptrs;
+
+  // The block, pointing into this object (rebuilt on each call: the object may have moved).
+  const attnrt_extension* attach(attnrt_attention_desc& d) {
+    block = attnrt_flex_attention{};
+    block.header = {sizeof(attnrt_flex_attention), ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION, 0, nullptr};
+    block.score_mod = score_mod.empty() ? nullptr : score_mod.c_str();
+    block.mask_mod = mask_mod.empty() ? nullptr : mask_mod.c_str();
+    block.score_mod_grad = score_mod_grad.empty() ? nullptr : score_mod_grad.c_str();
+    block.source_name = "flex_attention_test";
+    aux_ptrs.clear();
+    for (HostTensor& t : aux) aux_ptrs.push_back(t.dl());
+    block.num_aux = static_cast<int32_t>(aux_ptrs.size());
+    block.aux = aux_ptrs.data();
+    block.num_scalars = static_cast<int32_t>(scalars.size());
+    block.scalars = scalars.data();
+    if (!kv_num_blocks.empty()) {
+      block.q_block_size = q_block;
+      block.kv_block_size = kv_block;
+      block.kv_num_blocks = kv_num_blocks.dl();
+      block.kv_indices = kv_indices.dl();
+      block.full_kv_num_blocks = full_kv_num_blocks.empty() ? nullptr : full_kv_num_blocks.dl();
+      block.full_kv_indices = full_kv_indices.empty() ? nullptr : full_kv_indices.dl();
+    }
+    d.extensions = &block.header;
+    return &block.header;
+  }
+};
+
+HostTensor i32(std::vector<int64_t> shape) { return HostTensor(std::move(shape), DLDataType{kDLInt, 32, 1}); }
+HostTensor f32(std::vector<int64_t> shape) { return HostTensor(std::move(shape), DLDataType{kDLFloat, 32, 1}); }
+
+// A block mask from a per-block rule (0 skip, 1 partial, 2 full), as create_block_mask builds
+// one: [1, 1, q_blocks] counts and [1, 1, q_blocks, kv_blocks] indices, partial and full apart.
+void set_block_mask(Flex& f, int sq, int sk, int qb, int kb, const std::function<int(int, int)>& rule) {
+  const int mq = (sq + qb - 1) / qb, mk = (sk + kb - 1) / kb;
+  f.q_block = qb;
+  f.kv_block = kb;
+  f.kv_num_blocks = i32({1, 1, mq});
+  f.kv_indices = i32({1, 1, mq, mk});
+  f.full_kv_num_blocks = i32({1, 1, mq});
+  f.full_kv_indices = i32({1, 1, mq, mk});
+  f.kv_indices.fill(-7);  // entries past the counts are never read
+  f.full_kv_indices.fill(-7);
+  for (int m = 0; m < mq; ++m) {
+    int partial = 0, full = 0;
+    for (int n = mk - 1; n >= 0; --n) {  // any order: PyTorch's lists need not be sorted
+      const int r = rule(m, n);
+      if (r == 1) f.kv_indices.set(m * mk + partial++, n);
+      if (r == 2) f.full_kv_indices.set(m * mk + full++, n);
+    }
+    f.kv_num_blocks.set(m, partial);
+    f.full_kv_num_blocks.set(m, full);
+  }
+}
+
+struct Case {
+  std::string name;
+  WorkloadSpec spec;
+  std::function<Flex(const WorkloadSpec&)> make;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+WorkloadSpec shape(int batch, int sq, int sk, int hq, int hkv, int hd) {
+  WorkloadSpec s;
+  s.batch = batch;
+  s.seqlen_q = sq;
+  s.seqlen_k = sk;
+  s.heads_q = hq;
+  s.heads_kv = hkv;
+  s.head_dim = hd;
+  return s;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  c.push_back({"causal", shape(2, 37, 37, 4, 2, 32), [](const WorkloadSpec&) {
+                 Flex f;
+                 f.mask_mod = "q_idx >= kv_idx";
+                 f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j; };
+                 return f;
+               }});
+  c.push_back({"sliding_window_statements", shape(1, 45, 45, 2, 2, 32), [](const WorkloadSpec&) {
+                 Flex f;
+                 f.mask_mod = "const int distance = q_idx - kv_idx;\nreturn distance >= 0 && distance <= 8;";
+                 f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j && i - j <= 8; };
+                 return f;
+               }});
+  c.push_back({"prefix_lm", shape(2, 30, 30, 2, 1, 16), [](const WorkloadSpec&) {
+                 Flex f;
+                 f.mask_mod = "kv_idx < 10 || q_idx >= kv_idx";
+                 f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j < 10 || i >= j; };
+                 return f;
+               }});
+  c.push_back({"document_mask_aux", shape(2, 40, 40, 4, 4, 32), [](const WorkloadSpec& s) {
+                 Flex f;
+                 // aux0 [batch, seqlen]: document ids, different cuts per sequence
+                 HostTensor doc = i32({s.batch, s.seqlen_q});
+                 for (int b = 0; b < s.batch; ++b)
+                   for (int t = 0; t < s.seqlen_q; ++t) doc.set(b * s.seqlen_q + t, t < 11 + 7 * b ? 0 : t < 29 ? 1 : 2);
+                 f.aux.push_back(doc);
+                 f.mask_mod = "aux0(b, q_idx) == aux0(b, kv_idx) && q_idx >= kv_idx";
+                 f.ref.visible = [doc](int64_t b, int64_t, int64_t i, int64_t j) {
+                   const int64_t n = doc.shape()[1];
+                   return doc.get(b * n + i) == doc.get(b * n + j) && i >= j;
+                 };
+                 return f;
+               }});
+  c.push_back({"alibi_score_mod", shape(1, 33, 41, 4, 2, 32), [](const WorkloadSpec& s) {
+                 Flex f;
+                 HostTensor slopes = f32({s.heads_q});
+                 for (int h = 0; h < s.heads_q; ++h) slopes.set(h, std::exp2(-8.0 * (h + 1) / s.heads_q));
+                 f.aux.push_back(slopes);
+                 f.score_mod = "score + aux0(h) * (kv_idx - q_idx)";
+                 f.score_mod_grad = "1.0f";
+                 f.ref.score = [slopes](double x, int64_t, int64_t h, int64_t i, int64_t j) {
+                   return x + slopes.get(h) * double(j - i);
+                 };
+                 return f;
+               }});
+  c.push_back({"softcap_score_mod_scalar", shape(2, 29, 29, 2, 2, 64), [](const WorkloadSpec&) {
+                 Flex f;
+                 f.scalars = {1.5f};
+                 f.score_mod = "scalar0 * tanhf(score / scalar0)";
+                 f.score_mod_grad = "const float t = tanhf(score / scalar0);\nreturn 1.0f - t * t;";
+                 f.ref.score = [](double x, int64_t, int64_t, int64_t, int64_t) { return 1.5 * std::tanh(x / 1.5); };
+                 f.ref.grad = [](double x, int64_t, int64_t, int64_t, int64_t) {
+                   const double t = std::tanh(x / 1.5);
+                   return 1.0 - t * t;
+                 };
+                 return f;
+               }});
+  c.push_back({"relative_bias_table_causal", shape(1, 50, 50, 2, 1, 32), [](const WorkloadSpec& s) {
+                 Flex f;
+                 // aux0 [heads, 2 * seqlen - 1]: a learned-looking bias per head and distance
+                 HostTensor table = f32({s.heads_q, 2 * s.seqlen_q - 1});
+                 std::mt19937_64 rng(5);
+                 table.fill_normal(rng, 0.5);
+                 f.aux.push_back(table);
+                 f.score_mod = "score + aux0(h, q_idx - kv_idx + 49)";
+                 f.score_mod_grad = "1";
+                 f.mask_mod = "q_idx >= kv_idx";
+                 const int64_t width = table.shape()[1];
+                 f.ref.score = [table, width](double x, int64_t, int64_t h, int64_t i, int64_t j) {
+                   return x + table.get(h * width + (i - j + 49));
+                 };
+                 f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j; };
+                 return f;
+               }});
+  c.push_back({"random_block_sparse", shape(1, 70, 90, 2, 2, 32), [](const WorkloadSpec& s) {
+                 Flex f;
+                 // 16 x 16 blocks: each block skipped, partial (checkerboard mask_mod), or full
+                 std::mt19937 rng(11);
+                 std::vector<int> state(5 * 6);
+                 for (int& st : state) st = static_cast<int>(rng() % 3);
+                 state[0] = 2;
+                 set_block_mask(f, s.seqlen_q, s.seqlen_k, 16, 16, [state](int m, int n) { return state[m * 6 + n]; });
+                 f.mask_mod = "((q_idx + kv_idx) % 3) != 0";
+                 f.ref.visible = [state](int64_t, int64_t, int64_t i, int64_t j) {
+                   const int st = state[(i / 16) * 6 + j / 16];
+                   return st == 2 || (st == 1 && (i + j) % 3 != 0);
+                 };
+                 return f;
+               }});
+  {
+    WorkloadSpec s = shape(1, 1, 1, 4, 2, 32);
+    s.seqlens_q = {17, 1, 40};
+    s.seqlens_k = {23, 9, 40};
+    c.push_back({"varlen_per_sequence_indices", s, [](const WorkloadSpec&) {
+                   Flex f;
+                   f.mask_mod = "kv_idx <= q_idx + 6";  // positions within each sequence
+                   f.score_mod = "score - 0.05f * b";
+                   f.score_mod_grad = "1";
+                   f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i + 6; };
+                   f.ref.score = [](double x, int64_t b, int64_t, int64_t, int64_t) { return x - 0.05 * double(float(b)); };
+                   return f;
+                 }});
+  }
+  {
+    WorkloadSpec s = shape(2, 24, 24, 4, 1, 32);
+    s.sinks = true;
+    s.causal = true;  // the descriptor's mask and sinks combine with the mods
+    c.push_back({"sinks_and_descriptor_causal", s, [](const WorkloadSpec&) {
+                   Flex f;
+                   f.mask_mod = "(kv_idx % 4) != 1";
+                   f.ref.visible = [](int64_t, int64_t, int64_t, int64_t j) { return j % 4 != 1; };
+                   return f;
+                 }});
+  }
+  return c;
+}
+
+double tolerance(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP32 ? 2e-5 : dtype == ATTNRT_DTYPE_FP16 ? 4e-3 : 3e-2; }
+
+class FlexCpu : public ::testing::TestWithParam<std::tuple<attnrt_dtype, Case>> {};
+
+TEST_P(FlexCpu, ForwardAndBackwardMatchTheFp64ReferenceWithTheSameMods) {
+  const auto& [dtype, c] = GetParam();
+  WorkloadSpec spec = c.spec;
+  spec.dtype = dtype;
+  spec.seed = std::hash<std::string>{}(c.name) + dtype;
+  Workload w = make_workload(spec);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  Flex f = c.make(spec);
+  f.attach(w.desc);
+  auto be = test::builtin_backend("flex_attention");
+  ASSERT_EQ(be->unsupported_reason(w.desc), "");
+  attnrt_forward_args fa = w.forward_args();
+  const ReferenceForward ref = reference_forward(w.desc, fa, &f.ref);
+  w.out.fill_nan();
+  w.lse.fill_nan();
+  be->forward(w.desc, fa, 2);
+  const double tol = tolerance(dtype);
+  EXPECT_LE(max_abs_error(*w.out.dl(), ref.out), tol * std::max(1.0, max_abs(ref.out)));
+  EXPECT_LE(max_abs_error(*w.lse.dl(), ref.lse), 2e-5 * std::max(1.0, max_abs(ref.lse)));
+
+  const ReferenceBackward g = reference_backward(w.desc, fa, *w.dout.dl(), &f.ref);
+  w.dq.fill_nan();
+  w.dk.fill_nan();
+  w.dv.fill_nan();
+  if (w.desc.has_sinks) w.dsinks.fill_nan();
+  be->backward(w.desc, w.backward_args(), 2);
+  EXPECT_LE(max_abs_error(*w.dq.dl(), g.dq), tol * std::max(1.0, max_abs(g.dq))) << "dq";
+  EXPECT_LE(max_abs_error(*w.dk.dl(), g.dk), tol * std::max(1.0, max_abs(g.dk))) << "dk";
+  EXPECT_LE(max_abs_error(*w.dv.dl(), g.dv), tol * std::max(1.0, max_abs(g.dv))) << "dv";
+  if (w.desc.has_sinks) {
+    EXPECT_LE(max_abs_error(*w.dsinks.dl(), g.dsinks), tol * std::max(1.0, max_abs(g.dsinks))) << "dsinks";
+  }
+}
+
+// The mods matter: the same call without them differs from the reference with them (so the
+// comparison above cannot pass by ignoring the block).
+TEST(FlexCpu, TheModsChangeTheResult) {
+  Workload w = make_workload(shape(1, 20, 20, 2, 2, 16));
+  w.desc.device = DLDevice{kDLCPU, 0};
+  Flex f;
+  f.mask_mod = "q_idx >= kv_idx";
+  f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j; };
+  attnrt_forward_args fa = w.forward_args();
+  const ReferenceForward with_mods = reference_forward(w.desc, fa, &f.ref);
+  test::builtin_backend("flex_attention")->forward(w.desc, fa, 1);
+  EXPECT_GT(max_abs_error(*w.out.dl(), with_mods.out), 0.05);
+  f.attach(w.desc);
+  test::builtin_backend("flex_attention")->forward(w.desc, fa, 1);
+  EXPECT_LE(max_abs_error(*w.out.dl(), with_mods.out), 1e-5);
+}
+
+std::vector<std::tuple<attnrt_dtype, Case>> grid() {
+  std::vector<std::tuple<attnrt_dtype, Case>> g;
+  for (attnrt_dtype d : {ATTNRT_DTYPE_FP32, ATTNRT_DTYPE_BF16}) {
+    for (const Case& c : cases()) g.emplace_back(d, c);
+  }
+  return g;
+}
+std::string case_name(const ::testing::TestParamInfo<std::tuple<attnrt_dtype, Case>>& p) {
+  return std::string(sdk::dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param).name;
+}
+INSTANTIATE_TEST_SUITE_P(Mods, FlexCpu, ::testing::ValuesIn(grid()), case_name);
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(status_name(e.status())) + "|" + e.what();
+  }
+  return "";
+}
+
+Workload small() {
+  Workload w = make_workload(shape(1, 12, 12, 2, 2, 16));
+  w.desc.device = DLDevice{kDLCPU, 0};
+  return w;
+}
+
+TEST(FlexCpuErrors, BackwardWithAScoreModNeedsItsGradient) {
+  Workload w = small();
+  Flex f;
+  f.score_mod = "score * 2.0f";
+  f.attach(w.desc);
+  auto be = test::builtin_backend("flex_attention");
+  be->forward(w.desc, w.forward_args(), 1);
+  w.dq.fill_nan();
+  const std::string e = error_of([&] { be->backward(w.desc, w.backward_args(), 1); });
+  EXPECT_TRUE(contains(e, "unsupported|")) << e;
+  EXPECT_TRUE(contains(e, "needs score_mod_grad")) << e;
+  EXPECT_TRUE(std::isnan(w.dq.get(0))) << "nothing computed";
+}
+
+TEST(FlexCpuErrors, ACompileErrorNamesTheModAndItsLine) {
+  Workload w = small();
+  Flex f;
+  f.mask_mod = "int x = q_idx;\nreturn x >= undefined_name;";
+  f.attach(w.desc);
+  const std::string why = test::builtin_backend("flex_attention")->unsupported_reason(w.desc);
+  EXPECT_TRUE(contains(why, "do not compile")) << why;
+  EXPECT_TRUE(contains(why, "mask_mod:2")) << why;
+  EXPECT_TRUE(contains(why, "undefined_name")) << why;
+  EXPECT_TRUE(contains(why, "flex_attention_test")) << "the mods' source is named: " << why;
+}
+
+TEST(FlexCpuErrors, AnAuxReadOutOfBoundsIsAnErrorNotAResult) {
+  Workload w = small();
+  Flex f;
+  HostTensor t = f32({4});
+  t.fill(1.0);
+  f.aux.push_back(t);
+  f.score_mod = "score + aux0(kv_idx)";  // kv_idx reaches 11
+  f.attach(w.desc);
+  const std::string e = error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
+  EXPECT_TRUE(contains(e, "invalid argument|")) << e;
+  EXPECT_TRUE(contains(e, "read aux0 outside its shape")) << e;
+}
+
+TEST(FlexCpuErrors, ABlockIndexOutsideTheKeysIsNamed) {
+  Workload w = small();
+  Flex f;
+  set_block_mask(f, 12, 12, 4, 4, [](int, int) { return 1; });
+  f.kv_indices.set(1 * 3 + 2, 3);  // q block 0, third entry: block 3 of 3
+  f.attach(w.desc);
+  const std::string e = error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
+  EXPECT_TRUE(contains(e, "flex_attention.kv_indices[0, 0, 1, 2] = 3 is not a key block")) << e;
+}
+
+TEST(FlexCpuErrors, AMalformedBlockIsRefusedByTheHostNamingTheField) {
+  Workload w = small();
+  Flex f;
+  set_block_mask(f, 12, 12, 4, 4, [](int, int) { return 2; });
+  f.kv_num_blocks = i32({1, 1, 2});  // 12 rows in blocks of 4 are 3 blocks
+  f.attach(w.desc);
+  auto be = test::builtin_backend("flex_attention");
+  const std::string e = error_of([&] { be->forward(w.desc, w.forward_args(), 1); });
+  EXPECT_TRUE(contains(e, "invalid argument|")) << e;
+  EXPECT_TRUE(contains(e, "flex_attention.kv_num_blocks: expected shape [1, 1, 3], got [1, 1, 2]")) << e;
+  EXPECT_TRUE(contains(be->unsupported_reason(w.desc), "flex_attention.kv_num_blocks")) << "supports() says it too";
+  f.kv_num_blocks = i32({1, 1, 3});
+  f.kv_num_blocks.fill(0);
+  f.full_kv_indices = HostTensor();  // full counts without indices
+  f.attach(w.desc);
+  const std::string e2 = error_of([&] { be->forward(w.desc, w.forward_args(), 1); });
+  EXPECT_TRUE(contains(e2, "full_kv_num_blocks and flex_attention.full_kv_indices come together")) << e2;
+}
+
+TEST(FlexCpuErrors, OtherPluginsRefuseTheBlockByName) {
+  Workload w = small();
+  Flex f;
+  f.mask_mod = "true";
+  f.attach(w.desc);
+  for (const char* plugin : {"eager", "sdpa"}) {
+    EXPECT_EQ(test::builtin_backend(plugin)->unsupported_reason(w.desc),
+              "extension 'flex_attention' (type 1) is required (not flagged ATTNRT_EXTENSION_OPTIONAL) and this plugin "
+              "does not implement it")
+        << plugin;
+  }
+}
+
+// ---------------------------------------------------------------- the disk cache
+
+TEST(FlexCache, ProducesOnceThenHitsAndRebuildsACorruptEntry) {
+  test::TempDir dir;
+  kernels::flex::DiskCache cache(dir.path().string());
+  std::atomic<int> produced{0};
+  auto produce = [&](const std::string& path) {
+    ++produced;
+    std::ofstream(path) << "compiled bytes";
+  };
+  bool hit = true;
+  const std::string path = cache.get_or_create("k1.so", produce, &hit);
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(test::read_file(path), "compiled bytes");
+  cache.get_or_create("k1.so", produce, &hit);
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(produced.load(), 1);
+  std::ofstream(path, std::ios::trunc) << "compiled byt";  // truncated by a crash or a disk fault
+  cache.get_or_create("k1.so", produce, &hit);
+  EXPECT_FALSE(hit) << "a corrupt entry is rebuilt";
+  EXPECT_EQ(produced.load(), 2);
+  EXPECT_EQ(test::read_file(path), "compiled bytes");
+}
+
+TEST(FlexCache, ConcurrentCallersProduceAnEntryOnce) {
+  test::TempDir dir;
+  kernels::flex::DiskCache cache(dir.path().string());
+  std::atomic<int> produced{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      cache.get_or_create("same.so", [&](const std::string& path) {
+        ++produced;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::ofstream(path) << "x";
+      });
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(produced.load(), 1);
+}
+
+TEST(FlexCache, AFailedCompileLeavesNoEntry) {
+  test::TempDir dir;
+  kernels::flex::DiskCache cache(dir.path().string());
+  EXPECT_THROW(cache.get_or_create("bad.so", [](const std::string&) { throw std::runtime_error("no"); }),
+               std::runtime_error);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename(), ".lock") << "left behind: " << e.path();
+  }
+}
+
+TEST(FlexCache, CompiledModsLandInTheCacheFolder) {
+  Workload w = small();
+  Flex f;
+  f.mask_mod = "q_idx != kv_idx + 1000";  // a unit no other test compiles
+  f.attach(w.desc);
+  ASSERT_EQ(test::builtin_backend("flex_attention")->unsupported_reason(w.desc), "");
+  int objects = 0;
+  for (const auto& e : std::filesystem::directory_iterator(CacheDirEnvironment::dir() / "flex")) {
+    if (e.path().extension() == ".so") {
+      ++objects;
+      EXPECT_TRUE(std::filesystem::exists(e.path().string() + ".sha256"));
+    }
+  }
+  EXPECT_GE(objects, 1);
+}
+
+}  // namespace
+}  // namespace attnrt
