@@ -55,8 +55,8 @@ class FlexAttentionCpu {
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {
     const size_t threads = static_cast<size_t>(kernels::resolve_threads(num_threads));
-    return sizeof(float) * (threads * eager::workspace_floats_per_thread(d, backward) +
-                            eager::workspace_floats_shared(d, backward));
+    return sizeof(float) *
+           (threads * eager::workspace_floats_per_thread(d, backward) + eager::workspace_floats_shared(d, backward));
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {

@@ -72,8 +72,7 @@ std::string env_or(const char* name, const char* fallback) {
 }  // namespace
 
 HostCompiler::HostCompiler(std::string plugin_version)
-    : version_(std::move(plugin_version)),
-      compiler_(env_or("ATTNRT_HOST_CXX", "c++")) {}
+    : version_(std::move(plugin_version)), compiler_(env_or("ATTNRT_HOST_CXX", "c++")) {}
 
 std::string HostCompiler::identity() {
   if (!identity_.empty()) return identity_;
@@ -104,9 +103,9 @@ void HostCompiler::compile(const std::string& source, const std::string& output)
   std::remove(log.c_str());
   if (rc != 0) {
     std::remove(output.c_str());
-    throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT,
-                     "flex_attention: the mods do not compile (" + compiler_ + ", exit " + std::to_string(rc) +
-                         "):\n" + first_lines(messages, 30));
+    throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT, "flex_attention: the mods do not compile (" + compiler_ +
+                                                        ", exit " + std::to_string(rc) + "):\n" +
+                                                        first_lines(messages, 30));
   }
 }
 
@@ -114,14 +113,16 @@ std::shared_ptr<const CompiledMods> HostCompiler::get(const Mods& mods) {
   const std::string source = kernels::flex::translation_unit(mods, kernels::flex::Target::kHost);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!cache_) cache_.emplace(kernels::flex::cache_dir());
-  const std::string key = kernels::flex::sha256_hex("attnrt flex host 1\n" + version_ + "\n" + identity() + "\n" + source);
+  const std::string key =
+      kernels::flex::sha256_hex("attnrt flex host 1\n" + version_ + "\n" + identity() + "\n" + source);
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
   auto compiled = std::make_shared<CompiledMods>();
   try {
-    compiled->path = cache_->get_or_create(key + ".so", [&](const std::string& out) { compile(source, out); },
-                                          &compiled->cache_hit);
+    compiled->path = cache_->get_or_create(
+        key + ".so", [&](const std::string& out) { compile(source, out); }, &compiled->cache_hit);
   } catch (sdk::Error& e) {
-    if (!mods.source_name.empty()) throw sdk::Error(e.status(), std::string(e.what()) + "(mods from " + mods.source_name + ")");
+    if (!mods.source_name.empty())
+      throw sdk::Error(e.status(), std::string(e.what()) + "(mods from " + mods.source_name + ")");
     throw;
   }
   try {
@@ -130,9 +131,11 @@ std::shared_ptr<const CompiledMods> HostCompiler::get(const Mods& mods) {
     using MaskFn = int(const attnrt_flex::Context*, int, int, int, int);
     if (!mods.score_mod.empty()) compiled->fns.score = &compiled->library.get<ScoreFn>(kernels::flex::kHostScoreSymbol);
     if (!mods.mask_mod.empty()) compiled->fns.mask = &compiled->library.get<MaskFn>(kernels::flex::kHostMaskSymbol);
-    if (!mods.score_mod_grad.empty()) compiled->fns.grad = &compiled->library.get<ScoreFn>(kernels::flex::kHostGradSymbol);
+    if (!mods.score_mod_grad.empty())
+      compiled->fns.grad = &compiled->library.get<ScoreFn>(kernels::flex::kHostGradSymbol);
   } catch (const std::exception& e) {
-    throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: cannot load the compiled mods " + compiled->path + ": " + e.what());
+    throw sdk::Error(ATTNRT_ERROR_INTERNAL,
+                     "flex_attention: cannot load the compiled mods " + compiled->path + ": " + e.what());
   }
   loaded_.emplace(key, compiled);
   return compiled;

@@ -155,7 +155,8 @@ std::vector<Case> cases() {
                  // aux0 [batch, seqlen]: document ids, different cuts per sequence
                  HostTensor doc = i32({s.batch, s.seqlen_q});
                  for (int b = 0; b < s.batch; ++b)
-                   for (int t = 0; t < s.seqlen_q; ++t) doc.set(b * s.seqlen_q + t, t < 11 + 7 * b ? 0 : t < 29 ? 1 : 2);
+                   for (int t = 0; t < s.seqlen_q; ++t)
+                     doc.set(b * s.seqlen_q + t, t < 11 + 7 * b ? 0 : t < 29 ? 1 : 2);
                  f.aux.push_back(doc);
                  f.mask_mod = "aux0(b, q_idx) == aux0(b, kv_idx) && q_idx >= kv_idx";
                  f.ref.visible = [doc](int64_t b, int64_t, int64_t i, int64_t j) {
@@ -230,7 +231,9 @@ std::vector<Case> cases() {
                    f.score_mod = "score - 0.05f * b";
                    f.score_mod_grad = "1";
                    f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i + 6; };
-                   f.ref.score = [](double x, int64_t b, int64_t, int64_t, int64_t) { return x - 0.05 * double(float(b)); };
+                   f.ref.score = [](double x, int64_t b, int64_t, int64_t, int64_t) {
+                     return x - 0.05 * double(float(b));
+                   };
                    return f;
                  }});
   }
@@ -248,7 +251,9 @@ std::vector<Case> cases() {
   return c;
 }
 
-double tolerance(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP32 ? 2e-5 : dtype == ATTNRT_DTYPE_FP16 ? 4e-3 : 3e-2; }
+double tolerance(attnrt_dtype dtype) {
+  return dtype == ATTNRT_DTYPE_FP32 ? 2e-5 : dtype == ATTNRT_DTYPE_FP16 ? 4e-3 : 3e-2;
+}
 
 class FlexCpu : public ::testing::TestWithParam<std::tuple<attnrt_dtype, Case>> {};
 
@@ -365,7 +370,8 @@ TEST(FlexCpuErrors, AnAuxReadOutOfBoundsIsAnErrorNotAResult) {
   f.aux.push_back(t);
   f.score_mod = "score + aux0(kv_idx)";  // kv_idx reaches 11
   f.attach(w.desc);
-  const std::string e = error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
+  const std::string e =
+      error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
   EXPECT_TRUE(contains(e, "invalid argument|")) << e;
   EXPECT_TRUE(contains(e, "read aux0 outside its shape")) << e;
 }
@@ -376,7 +382,8 @@ TEST(FlexCpuErrors, ABlockIndexOutsideTheKeysIsNamed) {
   set_block_mask(f, 12, 12, 4, 4, [](int, int) { return 1; });
   f.kv_indices.set(1 * 3 + 2, 3);  // q block 0, third entry: block 3 of 3
   f.attach(w.desc);
-  const std::string e = error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
+  const std::string e =
+      error_of([&] { test::builtin_backend("flex_attention")->forward(w.desc, w.forward_args(), 1); });
   EXPECT_TRUE(contains(e, "flex_attention.kv_indices[0, 0, 1, 2] = 3 is not a key block")) << e;
 }
 

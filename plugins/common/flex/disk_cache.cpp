@@ -21,7 +21,9 @@
 namespace attnrt::kernels::flex {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention cache: " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention cache: " + what);
+}
 
 // mkdir -p with mode 0700 for what it creates; false (errno set) when a component cannot be made.
 bool make_dirs(const std::string& path) {
@@ -30,7 +32,7 @@ bool make_dirs(const std::string& path) {
     const std::string part = path.substr(0, pos);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK | X_OK) == 0;
 }
 
@@ -65,7 +67,8 @@ bool valid(const std::string& path) {
 // flock on <dir>/.lock for a scope: serializes producers across threads and processes.
 class FolderLock {
  public:
-  explicit FolderLock(const std::string& dir) : fd_(::open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+  explicit FolderLock(const std::string& dir)
+      : fd_(::open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
     if (fd_ < 0) fail("cannot open " + dir + "/.lock: " + std::strerror(errno));
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR) fail("cannot lock " + dir + "/.lock: " + std::strerror(errno));
@@ -106,7 +109,9 @@ std::string cache_dir(std::string* note) {
   std::string tmp = env("TMPDIR").empty() ? "/tmp" : env("TMPDIR");
   const std::string fallback = tmp + "/attnrt-cache-" + std::to_string(::getuid()) + "/flex";
   if (!make_dirs(fallback)) fail("no usable folder: " + (wanted.empty() ? why : wanted + ": " + why) + "; " + fallback);
-  if (note) *note = "cache folder " + (wanted.empty() ? std::string("unset") : wanted) + " unusable (" + why + "); using " + fallback;
+  if (note)
+    *note = "cache folder " + (wanted.empty() ? std::string("unset") : wanted) + " unusable (" + why + "); using " +
+            fallback;
   return fallback;
 }
 

@@ -39,8 +39,8 @@ Eval::Eval(const HostFns& fns, const attnrt_flex_attention& f, const attnrt_atte
       sdk::invalid("flex_attention.full_kv_num_blocks: batch and head extents must match kv_num_blocks's, got " +
                    sdk::shape_string(*f.full_kv_num_blocks) + " and " + sdk::shape_string(*f.kv_num_blocks));
     }
-    mark(f.full_kv_num_blocks, f.full_kv_indices, "flex_attention.full_kv_num_blocks",
-         "flex_attention.full_kv_indices", kFull);
+    mark(f.full_kv_num_blocks, f.full_kv_indices, "flex_attention.full_kv_num_blocks", "flex_attention.full_kv_indices",
+         kFull);
   }
 }
 

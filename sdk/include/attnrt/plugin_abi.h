@@ -118,7 +118,7 @@ typedef enum attnrt_feature_bits {
   ATTNRT_FEATURE_DETERMINISTIC = 1ull << 11, /* bit-identical repeats when deterministic != 0 */
   ATTNRT_FEATURE_HEAD_DIM_V = 1ull << 12,    /* head_dim_v != head_dim */
   /* ---- ABI 1.2 */
-  ATTNRT_FEATURE_APPEND_KV = 1ull << 13,     /* implements append_kv (writes tokens into a paged cache) */
+  ATTNRT_FEATURE_APPEND_KV = 1ull << 13,      /* implements append_kv (writes tokens into a paged cache) */
   ATTNRT_FEATURE_PAGED_VARLEN_Q = 1ull << 14, /* is_paged with is_varlen: packed queries over a paged
                                                  cache (chunked prefill) */
   /* ---- ABI 1.3 */
@@ -240,17 +240,17 @@ typedef enum attnrt_extension_type {
  * "full" block is trusted (mask_mod is not evaluated there) and an unlisted block is skipped.
  */
 typedef struct attnrt_flex_attention {
-  attnrt_extension header;    /* type ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION; struct_size: the block's */
-  const char* score_mod;      /* NUL-terminated body, or NULL */
-  const char* mask_mod;       /* NUL-terminated body, or NULL */
-  const char* score_mod_grad; /* NUL-terminated body, or NULL */
-  const char* source_name;    /* where the mods came from ("mods.yaml:12"), for compile errors; may be NULL */
-  int32_t num_aux;            /* entries of aux */
-  int32_t num_scalars;        /* entries of scalars */
-  const DLTensor* const* aux; /* [num_aux] tensors on desc.device: int32, int64 or float32, 1-4 dims */
-  const float* scalars;       /* [num_scalars], host memory */
-  int32_t q_block_size;       /* rows per query block of the block mask (PyTorch's default 128) */
-  int32_t kv_block_size;      /* keys per key block (128) */
+  attnrt_extension header;            /* type ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION; struct_size: the block's */
+  const char* score_mod;              /* NUL-terminated body, or NULL */
+  const char* mask_mod;               /* NUL-terminated body, or NULL */
+  const char* score_mod_grad;         /* NUL-terminated body, or NULL */
+  const char* source_name;            /* where the mods came from ("mods.yaml:12"), for compile errors; may be NULL */
+  int32_t num_aux;                    /* entries of aux */
+  int32_t num_scalars;                /* entries of scalars */
+  const DLTensor* const* aux;         /* [num_aux] tensors on desc.device: int32, int64 or float32, 1-4 dims */
+  const float* scalars;               /* [num_scalars], host memory */
+  int32_t q_block_size;               /* rows per query block of the block mask (PyTorch's default 128) */
+  int32_t kv_block_size;              /* keys per key block (128) */
   const DLTensor* kv_num_blocks;      /* [B, H, num_q_blocks] int32, or NULL: no block mask */
   const DLTensor* kv_indices;         /* [B, H, num_q_blocks, max_kv_blocks] int32 */
   const DLTensor* full_kv_num_blocks; /* like kv_num_blocks, or NULL */

@@ -153,8 +153,8 @@ inline void check_flex(const attnrt_attention_desc& d) {
   const attnrt_flex_attention* f = flex_block(d);
   if (f == nullptr) return;
   if (f->header.struct_size < ATTNRT_FLEX_ATTENTION_SIZE_V1_3) {
-    invalid("flex_attention block: struct_size " + std::to_string(f->header.struct_size) + " is smaller than ABI 1.3's " +
-            std::to_string(ATTNRT_FLEX_ATTENTION_SIZE_V1_3));
+    invalid("flex_attention block: struct_size " + std::to_string(f->header.struct_size) +
+            " is smaller than ABI 1.3's " + std::to_string(ATTNRT_FLEX_ATTENTION_SIZE_V1_3));
   }
   for (const auto& [name, text] : {std::pair{"score_mod", f->score_mod}, std::pair{"mask_mod", f->mask_mod},
                                    std::pair{"score_mod_grad", f->score_mod_grad}}) {
@@ -167,7 +167,8 @@ inline void check_flex(const attnrt_attention_desc& d) {
     invalid("flex_attention.num_aux must be in [0, " + std::to_string(kFlexMaxAux) + "], got " +
             std::to_string(f->num_aux));
   }
-  if (f->num_aux > 0 && f->aux == nullptr) invalid("flex_attention.aux is NULL with num_aux " + std::to_string(f->num_aux));
+  if (f->num_aux > 0 && f->aux == nullptr)
+    invalid("flex_attention.aux is NULL with num_aux " + std::to_string(f->num_aux));
   for (int32_t i = 0; i < f->num_aux; ++i) {
     const std::string name = "flex_attention.aux[" + std::to_string(i) + "]";
     const DLTensor* t = f->aux[i];
@@ -176,8 +177,8 @@ inline void check_flex(const attnrt_attention_desc& d) {
       invalid(name + ": expected 1 to 4 dimensions, got " + std::to_string(t->ndim));
     }
     const DLDataType dt = t->dtype;
-    const bool ok = dt.lanes == 1 && ((dt.code == kDLInt && (dt.bits == 32 || dt.bits == 64)) ||
-                                      (dt.code == kDLFloat && dt.bits == 32));
+    const bool ok = dt.lanes == 1 &&
+                    ((dt.code == kDLInt && (dt.bits == 32 || dt.bits == 64)) || (dt.code == kDLFloat && dt.bits == 32));
     if (!ok) invalid(name + ": expected dtype int32, int64 or float32, got " + dl_dtype_name(dt));
     if (t->device.device_type != d.device.device_type || t->device.device_id != d.device.device_id) {
       invalid(name + ": expected on " + device_name(d.device) + ", got " + device_name(t->device));
@@ -219,11 +220,11 @@ inline void check_flex(const attnrt_attention_desc& d) {
     check_tensor(idx_name, idx, {num->shape[0], num->shape[1], blocks, -1}, DLDataType{kDLInt, 32, 1}, d.device);
   };
   pair("flex_attention.kv_num_blocks", f->kv_num_blocks, "flex_attention.kv_indices", f->kv_indices, mq, false);
-  pair("flex_attention.full_kv_num_blocks", f->full_kv_num_blocks, "flex_attention.full_kv_indices",
-       f->full_kv_indices, mq, true);
+  pair("flex_attention.full_kv_num_blocks", f->full_kv_num_blocks, "flex_attention.full_kv_indices", f->full_kv_indices,
+       mq, true);
   pair("flex_attention.q_num_blocks", f->q_num_blocks, "flex_attention.q_indices", f->q_indices, mk, true);
-  pair("flex_attention.full_q_num_blocks", f->full_q_num_blocks, "flex_attention.full_q_indices", f->full_q_indices,
-       mk, true);
+  pair("flex_attention.full_q_num_blocks", f->full_q_num_blocks, "flex_attention.full_q_indices", f->full_q_indices, mk,
+       true);
 }
 
 // Well-formedness of the descriptor itself (not whether a plugin supports it).

@@ -57,7 +57,8 @@ std::string check_flex(const std::filesystem::path& lib) {
   if (!(caps.features & ATTNRT_FEATURE_FLEX_ATTENTION)) {
     report_case("a plugin without FLEX_ATTENTION refuses the block");
     const std::string why = raw.unsupported(w.desc);
-    if (why.empty()) throw CheckFailed("does not advertise FLEX_ATTENTION but accepts a call with a flex_attention block");
+    if (why.empty())
+      throw CheckFailed("does not advertise FLEX_ATTENTION but accepts a call with a flex_attention block");
     throw CheckSkipped("does not advertise ATTNRT_FEATURE_FLEX_ATTENTION (and refuses the block: '" + why + "')");
   }
 
@@ -72,9 +73,11 @@ std::string check_flex(const std::filesystem::path& lib) {
     w.out.fill_nan();
     std::vector<char> ws;
     sdk::MessageBuffer err;
-    if (raw.forward(w.desc, fa, ws, err) != ATTNRT_OK) throw CheckFailed(fmt::format("{}: forward failed: {}", name, err.text()));
+    if (raw.forward(w.desc, fa, ws, err) != ATTNRT_OK)
+      throw CheckFailed(fmt::format("{}: forward failed: {}", name, err.text()));
     const double e = relative_error(w.out, ref.out), tol = tolerance(dt);
-    if (!(e <= tol)) throw CheckFailed(fmt::format("{}: out differs from the reference by {:.3g} (> {:.3g})", name, e, tol));
+    if (!(e <= tol))
+      throw CheckFailed(fmt::format("{}: out differs from the reference by {:.3g} (> {:.3g})", name, e, tol));
     if (with_backward && backward) {
       const ReferenceBackward g = reference_backward(w.desc, fa, *w.dout.dl(), &mods);
       if (!w.lse.empty()) {
@@ -84,8 +87,8 @@ std::string check_flex(const std::filesystem::path& lib) {
       if (raw.backward(w.desc, w.backward_args(), ws, err) != ATTNRT_OK) {
         throw CheckFailed(fmt::format("{}: backward failed: {}", name, err.text()));
       }
-      for (const auto& [what, t, r] : {std::tuple{"dq", &w.dq, &g.dq}, std::tuple{"dk", &w.dk, &g.dk},
-                                       std::tuple{"dv", &w.dv, &g.dv}}) {
+      for (const auto& [what, t, r] :
+           {std::tuple{"dq", &w.dq, &g.dq}, std::tuple{"dk", &w.dk, &g.dk}, std::tuple{"dv", &w.dv, &g.dv}}) {
         const double ge = relative_error(*t, *r);
         if (!(ge <= tol)) throw CheckFailed(fmt::format("{}: {} differs from the reference by {:.3g}", name, what, ge));
       }

@@ -64,8 +64,8 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   const bool loads = run("load", [&] { return check_load(lib); });
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
-    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv", "flex",
-                             "bad-arguments", "threads", "deterministic", "leaks"}) {
+    for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv",
+                             "flex", "bad-arguments", "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;

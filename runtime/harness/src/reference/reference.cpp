@@ -153,8 +153,8 @@ ReferenceForward reference_forward(const attnrt_attention_desc& d, const attnrt_
   return r;
 }
 
-ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnrt_forward_args& a,
-                                     const DLTensor& dout, const ReferenceMods* mods) {
+ReferenceBackward reference_backward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const DLTensor& dout,
+                                     const ReferenceMods* mods) {
   refuse_unsupported(d, a);
   const Layout L{d, a, mods};
   ReferenceBackward g;

@@ -17,7 +17,7 @@ namespace attnrt {
 // the sequence; s the descriptor's score. Empty members are the identity, "all visible", 1.
 struct ReferenceMods {
   std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)> score;
-  std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> visible;  // mask_mod and block mask
+  std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> visible;           // mask_mod and block mask
   std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)> grad;  // d score / d s
 };
 
