@@ -89,7 +89,11 @@ class SdpaCudaPlugin {
                          .min_cuda_arch = 80});
 
   // Beyond the capabilities: cuDNN loadable, a CUDA device, head dims, and cuDNN's own verdict
-  // on the call's graph (built here and cached, so that the call itself builds nothing).
+  // on the call's forward graph (built here and cached, so that the call itself builds nothing)
+  // and on its backward graph. The backward graph is validated, not built (building it costs as
+  // much as the forward's, for calls that may never go backward): the frontend's rules of its own
+  // for the backward are what it checks, such as no backward for seqlen_q = seqlen_k = 1 (cuDNN
+  // frontend 1.x), which would otherwise refuse the call only once its backward is asked for.
   std::string supports(const attnrt_attention_desc& d) const {
     const CudnnLibrary& lib = cudnn_library();
     if (!lib.loaded) return lib.error;
@@ -101,7 +105,8 @@ class SdpaCudaPlugin {
     if (d.seqlen_q == 0 || d.seqlen_k == 0 || d.batch == 0) {
       return lib.version_string() + ": empty calls (batch, seqlen_q or seqlen_k 0) are not run through cuDNN";
     }
-    return graph_support_reason(forward_key(d, nullptr));
+    if (std::string why = graph_support_reason(forward_key(d, nullptr)); !why.empty()) return why;
+    return graph_validation_reason(backward_key(d, nullptr));
   }
 
   // cuDNN's workspace for the graph with compact strides (the call's own strides may pick
