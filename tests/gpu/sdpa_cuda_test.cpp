@@ -402,8 +402,8 @@ TEST(SdpaCuda, RefusesWithReasons) {
   refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 20; }, "multiples of 8");
   refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 20; }, "cuDNN 9.");
   refused([](attnrt_attention_desc& d) { d.dropout_p = 0.1f; }, "dropout");
-  // cuDNN's backward has no seqlen_q = seqlen_k = 1: refused up front (supports() validates the
-  // backward graph), not when the backward is asked for.
+  // cuDNN's backward has no seqlen_q = seqlen_k = 1: refused up front by supports(), not when the
+  // backward is asked for.
   refused([](attnrt_attention_desc& d) { d.seqlen_q = d.seqlen_k = 1; }, "s_q = s_kv = 1 is not supported");
   refused([](attnrt_attention_desc& d) { d.seqlen_q = d.seqlen_k = 1; }, "cuDNN 9.");
 }

@@ -210,41 +210,31 @@ bool trace_builds() {
   return v && v[0] && std::string(v) != "0";
 }
 
-// The graph of `key`, described (tensors, the SDPA node, data types), not yet validated or built.
-std::shared_ptr<Graph> graph_of(const GraphKey& key) {
-  Builder b{key};
-  b.g->set_io_data_type(key.dtype == ATTNRT_DTYPE_FP16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
-  b.g->set_sm_version(int32_t(key.sm));
-  if (key.backward) {
-    b.backward();
-  } else {
-    b.forward();
-  }
-  return b.g;
-}
-
-std::string no_fused_attention(fe::error_t status) {  // by value: get_message() is not const
-  return cudnn_library().version_string() + " has no fused attention for this call: " + status.get_message();
-}
-
 // Builds the graph of `key` with this thread's handle (the key's device current). Returns the
 // graph, or null and the reason in `why`.
 std::shared_ptr<Graph> build(const GraphKey& key, std::string& why) {
   try {
     DeviceScope scope(key.device);
-    std::shared_ptr<Graph> g = graph_of(key);
-    fe::error_t status = g->build(thread_handle(key.device), {fe::HeurMode_t::A});
+    Builder b{key};
+    b.g->set_io_data_type(key.dtype == ATTNRT_DTYPE_FP16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    b.g->set_sm_version(int32_t(key.sm));
+    if (key.backward) {
+      b.backward();
+    } else {
+      b.forward();
+    }
+    fe::error_t status = b.g->build(thread_handle(key.device), {fe::HeurMode_t::A});
     if (!status.is_good()) {
-      why = no_fused_attention(status);
+      why = cudnn_library().version_string() + " has no fused attention for this call: " + status.get_message();
       return nullptr;
     }
     const uint64_t n = ++g_built;
     if (trace_builds())
       std::fprintf(stderr, "attnrt sdpa (cuDNN): built graph #%llu: %s\n", (unsigned long long)n,
                    describe(key).c_str());
-    return g;
+    return b.g;
   } catch (const sdk::Error& e) {
     why = e.what();
   } catch (const std::exception& e) {  // the frontend throws on a missing library symbol
@@ -331,17 +321,6 @@ class Lease {
 }  // namespace
 
 std::string graph_support_reason(const GraphKey& key) { return cache().ready(key)->error; }
-
-std::string graph_validation_reason(const GraphKey& key) {
-  try {
-    fe::error_t status = graph_of(key)->validate();
-    return status.is_good() ? std::string() : no_fused_attention(status);
-  } catch (const sdk::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return cudnn_library().version_string() + ": validating the attention graph failed: " + e.what();
-  }
-}
 
 size_t graph_workspace_size(const GraphKey& key) {
   const std::shared_ptr<Entry> e = cache().ready(key);

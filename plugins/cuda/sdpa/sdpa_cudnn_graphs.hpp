@@ -40,11 +40,6 @@ struct GraphPointers {
 // Builds the graph on first use (the device `key.device` made current for the build).
 std::string graph_support_reason(const GraphKey& key);
 
-// "" when the cuDNN frontend accepts the graph of `key` under its own rules, else the reason
-// (prefixed like graph_support_reason's). Validates the graph alone: no heuristics, no plans, no
-// kernel compiled, nothing cached, so it is cheap enough to ask of a graph that may never run.
-std::string graph_validation_reason(const GraphKey& key);
-
 // Bytes of workspace the graph of `key` needs. Throws sdk::Error (UNSUPPORTED) with the
 // reason when cuDNN cannot build it.
 size_t graph_workspace_size(const GraphKey& key);
