@@ -88,8 +88,9 @@ class SdpaCudaPlugin {
                          .max_head_dim = 256,
                          .min_cuda_arch = 80});
 
-  // Beyond the capabilities: cuDNN loadable, a CUDA device, head dims, and cuDNN's own verdict
-  // on the call's graph (built here and cached, so that the call itself builds nothing).
+  // Beyond the capabilities: cuDNN loadable, a CUDA device, head dims, the backward's own limit
+  // below, and cuDNN's own verdict on the call's graph (built here and cached, so that the call
+  // itself builds nothing).
   std::string supports(const attnrt_attention_desc& d) const {
     const CudnnLibrary& lib = cudnn_library();
     if (!lib.loaded) return lib.error;
@@ -100,6 +101,16 @@ class SdpaCudaPlugin {
     }
     if (d.seqlen_q == 0 || d.seqlen_k == 0 || d.batch == 0) {
       return lib.version_string() + ": empty calls (batch, seqlen_q or seqlen_k 0) are not run through cuDNN";
+    }
+    // cuDNN's backward has no single query over a single key (its frontend refuses seqlen_q =
+    // seqlen_k = 1; varlen: the maxima), while its forward runs it. The plugin advertises backward,
+    // so the call is refused here, not once its backward is asked for. A rule, not the frontend's
+    // validation of the backward graph: with that validation in supports(), forward calls on a
+    // cache hit took ~10 us more host time on the H100 (bench/results/sdpa-cudnn-host-2026-11-23/).
+    if (d.seqlen_q == 1 && d.seqlen_k == 1) {
+      return lib.version_string() +
+             ": cuDNN's fused attention has no backward for seqlen_q = seqlen_k = 1 (one query, one key; "
+             "cuDNN frontend: \"s_q = s_kv = 1 is not supported.\")";
     }
     return graph_support_reason(forward_key(d, nullptr));
   }

@@ -1,0 +1,232 @@
+// Host time per call of sdpa on CUDA (cuDNN) on a graph-cache hit, through libattnrt's C host API,
+// against a bare kernel launch in the same process (issue 16: goal <= 5 us above the launch).
+//
+// Each benchmark times what the calling thread spends inside one call (Google Benchmark's manual
+// time: steady_clock around the call alone), then drains the stream outside the timed region, so
+// that every call starts on an idle stream. Without the drain the calls would queue behind the
+// GPU's work and the loop would time the kernels, not the host. Rows:
+//   EmptyKernelLaunch            cudaLaunchKernel of an empty kernel (<<<1, 1>>>): the floor
+//   forward_with_workspace/...   attnrt_backend_forward_with_workspace: the caller's workspace and
+//                                stream, as a framework calls it (PyTorch's allocator)
+//   forward/...                  attnrt_backend_forward: the runtime's workspace, kept per stream
+//   backward_with_workspace/...  the backward (cuDNN's backward graph: one call, several kernels)
+// for sdpa, and for flash_attention_2 (a plugin that launches one kernel per forward: what the host
+// API and the tensor checks cost without cuDNN). Cases: bf16, head_dim 128, batch 2, 8 query and
+// 2 KV heads, causal, 256 tokens per sequence (dense, and varlen with 3 sequences, which adds the
+// plugin's offset kernel); small on purpose, the GPU's time is not what is measured.
+//
+// Every call is checked (a failing status stops that benchmark with the message). Each case is
+// called once before its timing starts, so cuDNN's graph is built then: with
+// ATTNRT_SDPA_CUDNN_TRACE=1 every graph build prints a line, and this binary prints
+// "timing <benchmark>" and "timed <benchmark>" to stderr around each timed loop, so a build
+// between them (a cache miss) would show in the log (bench/results/sdpa-cudnn-host-2026-11-23/
+// host_bench_summary.py counts them).
+//
+//   cmake -B build -DATTNRT_BUILD_BENCHMARKS=ON && cmake --build build --target attnrt_sdpa_cuda_host_bench
+//   build/bin/attnrt_sdpa_cuda_host_bench --benchmark_min_time=0.05 --benchmark_repetitions=5
+#include "empty_kernel.hpp"
+
+#include <attnrt/host_api.h>
+#include <attnrt/harness/device_workload.hpp>
+#include <attnrt/harness/workload.hpp>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Message {
+  char text[4096] = {0};
+  attnrt_message m{sizeof(attnrt_message), text, sizeof text};
+};
+
+cudaStream_t g_stream = nullptr;
+attnrt_runtime* g_runtime = nullptr;
+
+// Times `call` (returns a status) on an idle stream each iteration; stops on the first failure
+// with *message (when given).
+template <class Call>
+void time_calls(benchmark::State& state, const std::string& name, Call&& call, const std::string* message = nullptr) {
+  std::fprintf(stderr, "timing %s\n", name.c_str());
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    const attnrt_status s = call();
+    const auto t1 = Clock::now();
+    if (s != ATTNRT_OK) {
+      state.SkipWithError(message ? message->c_str() : "the call failed");
+      break;
+    }
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (cudaStreamSynchronize(g_stream) != cudaSuccess) {
+      state.SkipWithError("cudaStreamSynchronize failed");
+      break;
+    }
+  }
+  std::fprintf(stderr, "timed %s\n", name.c_str());
+}
+
+void BM_EmptyKernelLaunch(benchmark::State& state) {
+  time_calls(state, "EmptyKernelLaunch", [] {
+    return attnrt::bench::launch_empty_kernel(g_stream) == cudaSuccess ? ATTNRT_OK : ATTNRT_ERROR_DEVICE;
+  });
+}
+
+// One backend resolved for one case, with device tensors and a workspace of the caller's.
+class Call {
+ public:
+  Call(const std::string& backend, bool varlen) {
+    attnrt::WorkloadSpec s;
+    s.dtype = ATTNRT_DTYPE_BF16;
+    s.head_dim = s.head_dim_v = 128;
+    s.heads_q = 8;
+    s.heads_kv = 2;
+    s.causal = true;
+    s.seed = 16;
+    if (varlen) {
+      s.seqlens_q = s.seqlens_k = {200, 256, 56};
+    } else {
+      s.batch = 2;
+      s.seqlen_q = s.seqlen_k = 256;
+    }
+    w_ = attnrt::make_workload(s);
+    desc_ = w_.desc;
+    Message err;
+    if (attnrt_resolve(g_runtime, "attn_implementation", backend.c_str(), &desc_, &handle_, &err.m) != ATTNRT_OK) {
+      error_ = err.text;
+      return;
+    }
+    if (std::string(attnrt_backend_name(handle_)) != backend) {
+      error_ = backend + " resolved to " + attnrt_backend_name(handle_);
+      return;
+    }
+    w_.desc = desc_;
+    dw_ = std::make_unique<attnrt::DeviceWorkload>(w_, desc_.device);
+    fa_ = dw_->forward_args();
+    ba_ = dw_->backward_args();
+    for (int backward : {0, 1}) {
+      size_t bytes = 0;
+      if (attnrt_backend_workspace_size(handle_, &desc_, backward, 0, &bytes, &err.m) != ATTNRT_OK) {
+        error_ = err.text;
+        return;
+      }
+      void*& ws = backward ? ws_backward_ : ws_forward_;
+      exec_[backward] = attnrt_exec{sizeof(attnrt_exec), g_stream, nullptr, bytes, 0};
+      if (bytes && cudaMalloc(&ws, bytes) != cudaSuccess) {
+        error_ = "cudaMalloc of the workspace failed";
+        return;
+      }
+      exec_[backward].workspace = ws;
+    }
+    // The first calls build cuDNN's graphs (and the runtime's workspace); the timed ones hit.
+    if (forward_with_workspace() != ATTNRT_OK || forward() != ATTNRT_OK || backward_with_workspace() != ATTNRT_OK ||
+        cudaStreamSynchronize(g_stream) != cudaSuccess) {
+      error_ = "warm-up: " + message_;
+    }
+  }
+  ~Call() {
+    if (ws_forward_) cudaFree(ws_forward_);
+    if (ws_backward_) cudaFree(ws_backward_);
+    if (handle_) attnrt_backend_release(handle_);
+  }
+  const std::string& error() const { return error_; }
+  const std::string& message() const { return message_; }
+
+  attnrt_status forward_with_workspace() {
+    return keep(attnrt_backend_forward_with_workspace(handle_, &desc_, &fa_, &exec_[0], &err_.m));
+  }
+  attnrt_status forward() { return keep(attnrt_backend_forward(handle_, &desc_, &fa_, 0, g_stream, &err_.m)); }
+  attnrt_status backward_with_workspace() {
+    return keep(attnrt_backend_backward_with_workspace(handle_, &desc_, &ba_, &exec_[1], &err_.m));
+  }
+
+ private:
+  attnrt_status keep(attnrt_status s) {
+    if (s != ATTNRT_OK) message_ = err_.text;
+    return s;
+  }
+  attnrt::Workload w_;
+  attnrt_attention_desc desc_{};
+  attnrt_backend_handle* handle_ = nullptr;
+  std::unique_ptr<attnrt::DeviceWorkload> dw_;
+  attnrt_forward_args fa_{};
+  attnrt_backward_args ba_{};
+  attnrt_exec exec_[2]{};
+  void *ws_forward_ = nullptr, *ws_backward_ = nullptr;
+  Message err_;
+  std::string message_, error_;
+};
+
+enum class Kind { kForwardWithWorkspace, kForward, kBackwardWithWorkspace };
+
+void BM_Call(benchmark::State& state, const std::string& name, const std::string& backend, bool varlen, Kind kind) {
+  Call c(backend, varlen);
+  if (!c.error().empty()) {
+    state.SkipWithError(c.error().c_str());
+    return;
+  }
+  switch (kind) {
+    case Kind::kForwardWithWorkspace:
+      time_calls(
+          state, name, [&] { return c.forward_with_workspace(); }, &c.message());
+      break;
+    case Kind::kForward:
+      time_calls(
+          state, name, [&] { return c.forward(); }, &c.message());
+      break;
+    case Kind::kBackwardWithWorkspace:
+      time_calls(
+          state, name, [&] { return c.backward_with_workspace(); }, &c.message());
+      break;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "no CUDA device: this benchmark runs on a GPU\n");
+    return 1;
+  }
+  if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) {
+    std::fprintf(stderr, "cudaStreamCreate failed\n");
+    return 1;
+  }
+  const char* overrides[] = {"attnrt.device=cuda:0"};
+  Message err;
+  if (attnrt_runtime_create(nullptr, overrides, 1, &g_runtime, &err.m) != ATTNRT_OK) {
+    std::fprintf(stderr, "attnrt_runtime_create: %s\n", err.text);
+    return 1;
+  }
+  auto setup = [](benchmark::internal::Benchmark* b) { b->UseManualTime()->Unit(benchmark::kMicrosecond); };
+  setup(benchmark::RegisterBenchmark("EmptyKernelLaunch", BM_EmptyKernelLaunch));
+  struct Row {
+    const char* name;
+    Kind kind;
+  };
+  const Row rows[] = {{"forward_with_workspace", Kind::kForwardWithWorkspace},
+                      {"forward", Kind::kForward},
+                      {"backward_with_workspace", Kind::kBackwardWithWorkspace}};
+  for (const char* backend : {"sdpa", "flash_attention_2"}) {
+    for (bool varlen : {false, true}) {
+      for (const Row& r : rows) {
+        const std::string name = std::string(r.name) + "/" + backend + "/" + (varlen ? "varlen" : "dense");
+        setup(benchmark::RegisterBenchmark(name.c_str(), BM_Call, name, std::string(backend), varlen, r.kind));
+      }
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  attnrt_runtime_destroy(g_runtime);
+  return 0;
+}
