@@ -5,7 +5,9 @@
 # Shapes: batch x cached keys 1x65536, 16x8192, 64x2048, 256x1024; hd128; 8 KV heads; GQA 4 and 8;
 # bf16. Case names match attnrt bench --decode's (decode_D128_B16_K8192_H32_KV8_contiguous).
 # Usage: python3 torch_decode_anchors.py [--shapes 1x65536,...] [--gqa 4,8] [--hdim 128]
-# Prints "case,backend,tbps" rows and writes decode_anchors.csv into $OUT (or /tmp).
+# Timing: triton.testing.do_bench (median; the L2 cleared before every call, as attnrt bench
+# --decode's cuda_median_ms_cold_l2 does).
+# Prints "case,backend,tbps,note" rows and writes decode_anchors.csv into $OUT (or /tmp).
 import argparse
 import csv
 import os
@@ -64,22 +66,27 @@ for hd in [int(h) for h in args.hdim.split(",")]:
             for name, be in backends.items():
                 try:
                     with sdpa_kernel(be):
+                        # enable_gqa reads each KV head once; a backend that refuses it gets the
+                        # cache expanded to the query heads (it then reads group x the bytes,
+                        # noted so, while the figure still counts the cache's own bytes).
                         try:
                             fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # noqa: E731
                             fn()
+                            note = "enable_gqa"
                         except Exception:
                             fn = lambda: F.scaled_dot_product_attention(q, ke, ve)  # noqa: E731
                             fn()
+                            note = "expanded_kv"
                         ms = bench(fn)
                     tbps = kv_bytes / ms / 1e9
-                    rows.append(dict(case=case, backend=name, tbps=round(tbps, 3)))
-                    print(f"{case},{name},{tbps:.3f}", flush=True)
+                    rows.append(dict(case=case, backend=name, tbps=round(tbps, 3), note=note))
+                    print(f"{case},{name},{tbps:.3f},{note}", flush=True)
                 except Exception as e:  # a backend that refuses the shape
                     print(f"{case},{name},n/a ({type(e).__name__}: {str(e)[:80]})", flush=True)
             del q, k, v, ke, ve
             torch.cuda.empty_cache()
 
 with open(os.path.join(out_dir, "decode_anchors.csv"), "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=["case", "backend", "tbps"])
+    w = csv.DictWriter(f, fieldnames=["case", "backend", "tbps", "note"], restval="")
     w.writeheader()
     w.writerows(rows)

@@ -19,5 +19,6 @@ for lib in libyaml-cpp.so libfmt.so libspdlog.so libgomp.so.1; do
   path=$(ldd build-gpu/bin/attnrt build-gpu/lib/attnrt/plugins/sdpa/*.so | awk -v l="$lib" '$1 ~ "^"l {print $3; exit}')
   [ -n "$path" ] && cp -L "$path" .gpu/lib/"$(basename "$path")"
 done
-cp bench/torch_sdpa_anchors.py bench/torch_decode_anchors.py tools/gpu_suite.sh tools/bench_join.py .gpu/
+cp bench/torch_sdpa_anchors.py bench/torch_decode_anchors.py bench/decode_ratios.py tools/gpu_suite.sh tools/bench_join.py \
+  .gpu/
 du -sh .gpu

@@ -64,6 +64,8 @@ if step 6; then
     --page-size 16,64,0 --csv "$out/decode_bench.csv" ${DECODE_ARGS:-} > "$out/decode_bench.txt" 2>&1 || status=1
   cat "$out/decode_bench.txt"
   OUT="$out" python3 "$here/torch_decode_anchors.py" > "$out/decode_anchors.txt" 2>&1 || status=1
-  cat "$out/decode_anchors.txt"
+  grep -v -e Warning -e "fn = lambda" "$out/decode_anchors.txt"
+  python3 "$here/decode_ratios.py" "$out/decode_bench.csv" "$out/decode_anchors.csv" "$out/decode_ratios.csv" |
+    tee "$out/decode_ratios.md"
 fi
 exit $status

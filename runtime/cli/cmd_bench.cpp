@@ -12,13 +12,19 @@
 #include <attnrt/harness/device_workload.hpp>
 #include <attnrt/harness/timing.hpp>
 #include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <sstream>
 
 namespace attnrt::cli {
@@ -48,11 +54,50 @@ std::vector<int> split_ints(const std::string& s, const char* what) {
 }
 
 // --decode: one decode step (seqlen_q 1, causal) of every sequence over its cached keys, in a
-// paged cache (shuffled pages, as make_workload lays them) or a contiguous one (page size 0),
-// timed like the rest and reported as effective bandwidth: the K and V bytes the step must read,
-// over its time (FlashInfer's and the measure; the H100 copies at about 3.0 TB/s).
+// paged cache (shuffled pages) or a contiguous one (page size 0), reported as effective
+// bandwidth: the K and V bytes the step must read, over its time (FlashInfer's and the issue's
+// measure; the H100 copies at about 3.0 TB/s).
+//   - Inputs: the K/V cache of a (head_dim, shape) is generated once, a random block tiled over
+//     device buffers, and shared by its GQA ratios and page sizes (the same bytes as
+//     [pages, page_size, heads_kv, head_dim] or [batch, keys, heads_kv, head_dim], or with
+//     --kv-layout hnd each page or sequence as [heads_kv, tokens, head_dim]); q, out, lse,
+//     the block table and seqused_k are per case and small. (Building each case's gigabyte cache
+//     on the host in fp64, with backward tensors, took over 90 s before a row came out.)
+//   - Timing: cuda_median_ms_cold_l2, the L2 cleared before every call and the host's launch
+//     work hidden behind the clear, as bench/torch_decode_anchors.py's triton do_bench times
+//     PyTorch's backends, so the two CSVs compare like for like.
+//   - Rows go to the CSV (and a line to stderr) as each case finishes.
+struct DecodeCache {
+  CudaBuffer k, v;
+};
+
+DecodeCache make_decode_cache(DLDevice device, DLDataType dt, size_t elements, uint64_t seed) {
+  // A random block of 4 Mi elements (normal, as make_workload's) repeated over the cache: the
+  // values only need to be realistic scores, the addresses are what the benchmark measures.
+  constexpr int64_t kBlock = int64_t(1) << 22;
+  HostTensor block({kBlock}, dt);
+  std::mt19937_64 rng(seed);
+  block.fill_normal(rng);
+  const size_t eb = block.nbytes() / size_t(kBlock), bytes = elements * eb;
+  std::vector<std::byte> host(bytes);
+  DecodeCache c{CudaBuffer(device, bytes), CudaBuffer(device, bytes)};
+  for (CudaBuffer* buf : {&c.k, &c.v}) {
+    // V starts at another offset into the block than K, so the two are not the same values.
+    size_t at = buf == &c.k ? 0 : size_t(kBlock / 3) * eb;
+    for (size_t done = 0; done < bytes;) {
+      const size_t n = std::min(bytes - done, block.nbytes() - at);
+      std::memcpy(host.data() + done, static_cast<const std::byte*>(block.data()) + at, n);
+      done += n;
+      at = 0;
+    }
+    buf->upload(host.data(), bytes);
+  }
+  return c;
+}
+
 int decode_bench(const DeviceInfo& device, const CommonArgs& args, const BenchArgs& b,
                  const std::vector<std::pair<std::string, std::shared_ptr<Backend>>>& backends) {
+  if (device.dl.device_type != kDLCUDA) throw Error("attnrt bench --decode times CUDA plugins: set attnrt.device=cuda");
   const std::vector<int> hdims = split_ints(b.hdims, "hdim");
   const std::vector<int> groups = split_ints(b.gqa, "gqa");
   std::vector<int> pages;
@@ -64,63 +109,122 @@ int decode_bench(const DeviceInfo& device, const CommonArgs& args, const BenchAr
     shapes.emplace_back(split_ints(x.substr(0, at), "decode-shapes")[0],
                         split_ints(x.substr(at + 1), "decode-shapes")[0]);
   }
+  const std::vector<std::string> layouts = split(b.kv_layouts);
+  for (const std::string& l : layouts) {
+    if (l != "nhd" && l != "hnd") throw Error("--kv-layout: '" + l + "' is not nhd or hnd");
+  }
   const int heads_kv = b.heads_kv > 0 ? b.heads_kv : 8;
+  const attnrt_dtype dtype = parse_dtype(b.dtype);
+  const DLDataType dt = dl_dtype_of(dtype);
+  const int eb = dtype == ATTNRT_DTYPE_FP32 ? 4 : 2;
   nlohmann::json rows = nlohmann::json::array();
   Table table({"CASE", "BACKEND", "ms", "TB/s"});
   std::ofstream csv;
   if (!b.csv.empty()) {
     csv.open(b.csv);
     if (!csv) throw Error("cannot write " + b.csv);
-    csv << "case,backend,pass,ms,tbps,note\n";
+    csv << "case,backend,pass,ms,tbps,note\n" << std::flush;
   }
-  fmt::print(stderr, "attnrt bench --decode on {} ({}), {}, {} KV heads\n", device.label(), device.name, b.dtype,
-             heads_kv);
+  fmt::print(stderr, "attnrt bench --decode on {} ({}), {}, {} KV heads, L2 cleared before each call\n", device.label(),
+             device.name, b.dtype, heads_kv);
+  CudaBuffer flush(device.dl, size_t(256) << 20);  // triton do_bench's 256 MB, 5x the H100's L2
   for (int hd : hdims) {
     for (const auto& [batch, keys] : shapes) {
+      // Token rows the largest layout needs: pages round each sequence up to whole pages.
+      int64_t cache_rows = 0;
+      for (int page : pages) {
+        cache_rows = std::max<int64_t>(
+            cache_rows, page > 0 ? int64_t(batch) * ((keys + page - 1) / page) * page : int64_t(batch) * keys);
+      }
+      const DecodeCache cache = make_decode_cache(device.dl, dt, size_t(cache_rows) * heads_kv * hd, 1);
+      const double kv_bytes = 2.0 * batch * double(keys) * heads_kv * hd * eb;
       for (int group : groups) {
-        for (int page : pages) {
-          WorkloadSpec spec;
-          spec.dtype = parse_dtype(b.dtype);
-          spec.batch = batch;
-          spec.seqlen_q = 1;
-          spec.seqlen_k = keys;
-          spec.heads_kv = heads_kv;
-          spec.heads_q = heads_kv * group;
-          spec.head_dim = spec.head_dim_v = hd;
-          spec.causal = true;
-          spec.window_left = b.window_left;
-          spec.sinks = b.sinks;
-          spec.paged = page > 0;
-          if (page > 0) spec.page_size = page;
-          spec.backward = false;
-          spec.seed = 1;
-          Workload w = make_workload(spec);
-          w.desc.device = device.dl;
-          w.desc.cuda_arch = device.cuda_arch;
-          DeviceWorkload dw(w, device.dl);
-          const double kv_bytes =
-              2.0 * batch * double(keys) * heads_kv * hd * (spec.dtype == ATTNRT_DTYPE_FP32 ? 4 : 2);
-          std::string id = fmt::format("decode_D{}_B{}_K{}_H{}_KV{}_{}", hd, batch, keys, spec.heads_q, heads_kv,
-                                       page > 0 ? fmt::format("page{}", page) : std::string("contiguous"));
-          if (b.window_left >= 0) id += fmt::format("_W{}", b.window_left);
-          if (b.sinks) id += "_sinks";
-          for (auto& [name, backend] : backends) {
-            std::string why = backend->unsupported_reason(w.desc);
-            double ms = 0;
-            if (why.empty()) {
-              try {
-                attnrt_forward_args fa = dw.forward_args();
-                ms = median_call_ms(device.dl, nullptr, b.warmup, b.iterations,
-                                    [&] { backend->forward(w.desc, fa, 0); });
-              } catch (const Error& e) {
-                why = e.what();
-              }
+        for (const std::string& layout : layouts) {
+          for (int page : pages) {
+            Workload w;
+            attnrt_attention_desc& d = w.desc;
+            d.struct_size = sizeof d;
+            d.dtype = dtype;
+            d.head_dim = d.head_dim_v = hd;
+            d.heads_q = heads_kv * group;
+            d.heads_kv = heads_kv;
+            d.batch = batch;
+            d.seqlen_q = 1;
+            d.seqlen_k = keys;
+            d.softmax_scale = 1.0f / std::sqrt(float(hd));
+            d.causal = 1;
+            d.window_left = b.window_left;
+            d.window_right = -1;
+            d.return_lse = 1;
+            d.device = device.dl;
+            d.cuda_arch = device.cuda_arch;
+            std::mt19937_64 rng(uint64_t(batch) * 1000003u + uint64_t(group) * 101u + uint64_t(page));
+            w.total_q = batch;
+            w.q = HostTensor({batch, 1, d.heads_q, hd}, dt);
+            w.q.fill_normal(rng);
+            w.out = HostTensor({batch, 1, d.heads_q, hd}, dt);
+            w.lse = HostTensor({batch, d.heads_q, 1}, dl_float32());
+            if (b.sinks) {
+              d.has_sinks = 1;
+              w.sinks = HostTensor({d.heads_q}, dl_float32());
+              w.sinks.fill_normal(rng);
             }
-            const double tbps = why.empty() ? kv_bytes / (ms * 1e-3) / 1e12 : 0.0;
-            rows.push_back({{"case", id}, {"backend", name}, {"ms", ms}, {"tbps", tbps}, {"note", why}});
-            table.add({id, name, why.empty() ? fmt::format("{:.4f}", ms) : "-",
-                       why.empty() ? fmt::format("{:.3f}", tbps) : "n/a: " + why});
-            if (csv) csv << fmt::format("{},{},fwd,{:.5f},{:.4f},\"{}\"\n", id, name, ms, tbps, why);
+            std::vector<int64_t> cache_shape = {batch, keys, heads_kv, hd};
+            if (page > 0) {
+              // Every sequence's pages, shuffled over the cache so the block table really indirects.
+              d.is_paged = 1;
+              d.page_size = page;
+              const int64_t per_seq = (keys + page - 1) / page;
+              std::vector<int32_t> order(size_t(per_seq * batch));
+              std::iota(order.begin(), order.end(), 0);
+              std::shuffle(order.begin(), order.end(), rng);
+              w.block_table = HostTensor({batch, per_seq}, dl_int32());
+              std::copy(order.begin(), order.end(), w.block_table.data_as<int32_t>());
+              w.seqused_k = HostTensor({batch}, dl_int32());
+              std::fill_n(w.seqused_k.data_as<int32_t>(), batch, keys);
+              cache_shape = {per_seq * batch, page, heads_kv, hd};
+            }
+            DeviceWorkload dw(w, device.dl);  // q, out, lse, sinks, block table, seqused_k
+            // hnd: each page (sequence) holds [heads_kv, tokens, head_dim]; the view stays
+            // [pages, tokens, heads_kv, head_dim] with the head and token strides swapped.
+            const int64_t tokens = cache_shape[1];
+            std::vector<int64_t> strides = {tokens * heads_kv * hd, hd, tokens * hd, 1};
+            DLTensor k_view{}, v_view{};
+            for (auto [view, buf] : {std::pair{&k_view, &cache.k}, std::pair{&v_view, &cache.v}}) {
+              view->data = buf->data();
+              view->device = device.dl;
+              view->ndim = 4;
+              view->dtype = dt;
+              view->shape = cache_shape.data();
+              view->strides = layout == "hnd" ? strides.data() : nullptr;
+            }
+            std::string id = fmt::format("decode_D{}_B{}_K{}_H{}_KV{}_{}", hd, batch, keys, d.heads_q, heads_kv,
+                                         page > 0 ? fmt::format("page{}", page) : std::string("contiguous"));
+            if (layout == "hnd") id += "_hnd";
+            if (b.window_left >= 0) id += fmt::format("_W{}", b.window_left);
+            if (b.sinks) id += "_sinks";
+            for (auto& [name, backend] : backends) {
+              std::string why = backend->unsupported_reason(d);
+              double ms = 0;
+              if (why.empty()) {
+                try {
+                  attnrt_forward_args fa = dw.forward_args();
+                  fa.k = &k_view;
+                  fa.v = &v_view;
+                  ms = cuda_median_ms_cold_l2(
+                      device.dl, nullptr, b.warmup, b.iterations, [&] { backend->forward(d, fa, 0); }, flush);
+                } catch (const Error& e) {
+                  why = e.what();
+                }
+              }
+              const double tbps = why.empty() ? kv_bytes / (ms * 1e-3) / 1e12 : 0.0;
+              rows.push_back({{"case", id}, {"backend", name}, {"ms", ms}, {"tbps", tbps}, {"note", why}});
+              table.add({id, name, why.empty() ? fmt::format("{:.4f}", ms) : "-",
+                         why.empty() ? fmt::format("{:.3f}", tbps) : "n/a: " + why});
+              if (csv) csv << fmt::format("{},{},fwd,{:.5f},{:.4f},\"{}\"\n", id, name, ms, tbps, why) << std::flush;
+              fmt::print(stderr, "{} {} {}\n", id, name,
+                         why.empty() ? fmt::format("{:.3f} TB/s", tbps) : "n/a: " + why);
+            }
           }
         }
       }

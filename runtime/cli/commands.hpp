@@ -46,6 +46,10 @@ struct BenchArgs {
   std::string decode_shapes = "1x65536,16x8192,64x2048,256x1024";  // batch x cached keys
   std::string page_sizes = "16,64";                                // paged backends; 0: contiguous
   std::string gqa = "4,8";                                         // query heads per KV head
+  // Token layout of the cache (each page, or each sequence when contiguous): nhd [tokens, heads,
+  // head_dim] (vLLM's, the ABI's compact layout) or hnd [heads, tokens, head_dim] (FlashInfer's
+  // HND; PyTorch's [batch, heads, keys, head_dim]), given to the plugin through strides.
+  std::string kv_layouts = "nhd";
 };
 
 int list_command(const CommonArgs& args);

@@ -127,6 +127,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--gqa", bench_args.gqa, "With --decode: query heads per KV head, comma-separated")
       ->capture_default_str();
+  bench
+      ->add_option("--kv-layout", bench_args.kv_layouts,
+                   "With --decode: nhd ([tokens, heads, head_dim] per page) and/or hnd ([heads, tokens, head_dim] "
+                   "per page, through strides), comma-separated")
+      ->capture_default_str();
   bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
   bench->add_flag("--json", args.json, "Print JSON");
 

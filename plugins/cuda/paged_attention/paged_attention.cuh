@@ -7,63 +7,37 @@
 // block of 8 rows and every KV page is read once for all the query heads that share it
 // (FlashInfer's and FlashAttention's "pack GQA"). The block walks the key tiles its rows see
 // (the policy's key_blocks: causal / sliding window) within its split's share of the sequence:
-//   - K and V tiles of kKeys tokens are gathered from their pages by cp.async, token by token
-//     through block_table, double-buffered; tokens at or past seqused_k are zero-filled, never
-//     read, so block_table entries past the used pages are never touched (-1 padding is safe);
-//   - scores on CUDA cores in fp32 (decode reads each key once: it is bound by the cache's bytes,
-//     not by FLOPs): warp w owns rows w, w + 4, w + 8 and w + 12 (interleaved, so a decode step
-//     of GQA 4 keeps all four warps busy), each lane one key of the tile;
+//   - K and V tiles of kKeys tokens are gathered from their pages by cp.async through
+//     block_table into a ring of kStages buffers; each thread copies 16-byte chunks of fixed
+//     columns down the tile's rows, and reads the block-table entries of the next tile to copy
+//     while tile t is computed, so the page lookup (a dependent global load) never stalls the
+//     copies; tokens at or past seqused_k are zero-filled, never read, so block_table entries
+//     past the used pages are never touched (-1 padding is safe);
+//   - the products on tensor cores (mma.sync m16n8k16, fp32 accumulators): decode reads each key
+//     once and is bound by the cache's bytes, but on CUDA cores a GQA-8 step costs 4 FMAs per
+//     byte read (S and P V for 8 query heads), close to the SMs' issue limit at HBM speed; as an
+//     m16 tile the whole group costs 2 x 16 products per 16 keys and warp. Each warp takes
+//     kWarpKeys keys of every tile with its own online softmax (log2 domain, FlashAttention-2's
+//     rescaling), its rows' state and O in registers, like flash_attention_2's forward warps;
 //   - the score map, mask and softmax start/end are the policy's (StandardScores / SinkScores:
 //     softcap, bottom-right causal, sliding window, sinks), the same rules as flash_attention_2's;
-//   - online softmax in the log2 domain (FlashAttention-2), P through shared memory, P V with
-//     each thread owning output columns.
-// A sink joins split 0's softmax only, so the LSE merge of the splits counts it once.
+//   - at the end the warps' (max, sum, O) are merged through shared memory by their maxima (the
+//     split-KV merge inside the block), and the block writes out and LSE, or its split's
+//     normalized partial output and LSE for the combine kernel.
+// A sink joins split 0's warp 0 only, so the merges count it once.
 #pragma once
 
 #include "paged_launch.hpp"
 
 #include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/tile.cuh>
+#include <attnrt_cuda/warp_gemm.cuh>
 #include <attnrt_cuda/warp_mma.cuh>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 namespace attnrt::cuda::paged {
-
-template <class T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-
-template <class T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-
-// Eight elements of a 16-byte chunk as floats.
-template <class T>
-__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 x = unpack2<T>(w[i]);
-    f[2 * i] = x.x;
-    f[2 * i + 1] = x.y;
-  }
-}
 
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
@@ -111,34 +85,42 @@ __device__ __forceinline__ BlockRange split_tiles(int k_len, int splits, int s) 
   return {min(tiles, s * per), min(tiles, (s + 1) * per)};
 }
 
+// Shared-memory layout and load geometry of the kernel for one head_dim.
+template <int HD>
+struct Geometry {
+  static_assert(HD % 16 == 0, "k16 steps of Q K^T");
+  static constexpr int kStride = HD + 8;  // padded row of Q, K and V (tile.cuh): conflict-free ldmatrix
+  static constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  static constexpr int kRowsPerPass = kThreads / kChunks;  // tile rows one pass of the block copies
+  static constexpr int kPasses = kKeys / kRowsPerPass;     // passes per tile (per K and per V)
+  static_assert(kThreads % kChunks == 0 && kKeys % kRowsPerPass == 0, "whole passes");
+  static constexpr int kOStride = HD + 4;  // floats per row of a warp's O in the merge
+  // Q's fragments stay in registers up to head_dim 128 (32 registers); at 256 beside O's 128
+  // they would spill, so Q is read from shared memory per tile there (flash_attention_2's rule).
+  static constexpr bool kQInRegs = HD <= 128;
+  static constexpr size_t kQBytes = size_t(kRows) * kStride * 2;
+  static constexpr size_t kKVBytes = size_t(2) * kStages * kKeys * kStride * 2;
+  static constexpr size_t kMergeBytes = sizeof(float) * kWarps * kRows * (kOStride + 2);
+  static_assert(kMergeBytes <= kKVBytes, "the merge reuses the K/V buffers");
+  static constexpr size_t kSmem = kQBytes + kKVBytes;
+};
+
 template <int HD>
 constexpr size_t smem_bytes() {
-  return sizeof(float) * (kRows * HD + kRows * kKeys + 3 * kRows) + 2 * 2 * kKeys * (HD + 8) * sizeof(uint16_t);
+  return Geometry<HD>::kSmem;
 }
 
 template <class T, class Policy, int HD>
 __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_constant__ PagedParams p) {
-  static_assert(HD % 32 == 0 && kThreads == 128 && kRows == 16 && kKeys == 32, "the thread mapping below");
-  constexpr int kStride = HD + 8;  // padded smem row of K and V (bank-conflict free)
-  constexpr int kWarps = kThreads / 32;
-  constexpr int kRowsPerWarp = kRows / kWarps;  // score rows per warp: w, w + 4, w + 8, w + 12
-  constexpr int kChunks = HD / 8;               // 16-byte chunks per row
-  constexpr int kColThreads = HD < kThreads ? HD : kThreads;
-  constexpr int kRowGroups = kThreads / kColThreads;  // P V: threads that share a column
-  constexpr int kAccRows = kRows / kRowGroups;
-  constexpr int kAccCols = HD / kColThreads;
-
+  using G = Geometry<HD>;
+  constexpr int S = G::kStride;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  float* q_s = reinterpret_cast<float*>(smem_raw);  // [kRows][HD]
-  float* p_s = q_s + kRows * HD;                    // [kRows][kKeys]
-  float* alpha_s = p_s + kRows * kKeys;             // [kRows]
-  float* max_s = alpha_s + kRows;                   // [kRows]
-  float* sum_s = max_s + kRows;                     // [kRows]
-  T* k_s = reinterpret_cast<T*>(sum_s + kRows);     // [2][kKeys][kStride]
-  T* v_s = k_s + 2 * kKeys * kStride;               // [2][kKeys][kStride]
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // [kRows][S]
+  T* sK = sQ + kRows * S;                  // [kStages][kKeys][S]
+  T* sV = sK + kStages * kKeys * S;        // [kStages][kKeys][S]
 
   const AttentionParams& a = p.attn;
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int b = static_cast<int>(blockIdx.x) / a.heads_kv, kv_head = static_cast<int>(blockIdx.x) % a.heads_kv;
   const int split = static_cast<int>(blockIdx.z);
   const Seq seq = paged_sequence(p, b);
@@ -152,167 +134,255 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
   const BlockRange share = split_tiles(seq.k_len, p.num_splits, split);
   const int t_lo = max(seen.lo, share.lo), t_hi = min(seen.hi, share.hi);
 
-  // Q rows as floats (rows past `rows` zero).
-  for (int c = tid; c < kRows * kChunks; c += kThreads) {
-    const int r = c / kChunks, d = (c % kChunks) * 8;
-    float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (r < rows) {
-      const int rr = r0 + r;
-      const T* src = query_row<T>(a, a.q, b, rr / group, kv_head * group + rr % group) + d;
-      unpack8<T>(*reinterpret_cast<const uint4*>(src), f);
-    }
+  // Q rows (rows past `rows` zero-filled): one cp.async group of its own.
+  const int ld_row = tid / G::kChunks, ld_col = (tid % G::kChunks) * 8;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) q_s[r * HD + d + e] = f[e];
+  for (int r = ld_row; r < kRows; r += G::kRowsPerPass) {
+    const bool valid = r < rows;
+    const T* src = static_cast<const T*>(a.q.data);
+    if (valid) src = query_row<T>(a, a.q, b, (r0 + r) / group, kv_head * group + (r0 + r) % group) + ld_col;
+    cp_async_16(sQ + r * S + ld_col, src, valid);
   }
+  cp_async_commit();
 
-  const T* k_head = static_cast<const T*>(p.k.data) + static_cast<int64_t>(kv_head) * p.k.head_stride;
-  const T* v_head = static_cast<const T*>(p.v.data) + static_cast<int64_t>(kv_head) * p.v.head_stride;
+  const T* k_head = static_cast<const T*>(p.k.data) + static_cast<int64_t>(kv_head) * p.k.head_stride + ld_col;
+  const T* v_head = static_cast<const T*>(p.v.data) + static_cast<int64_t>(kv_head) * p.v.head_stride + ld_col;
   const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
-  // Gathers key tile `tile` into buffer `buf`, token by token through the block table.
-  auto load_kv = [&](int tile, int buf) {
-    for (int c = tid; c < kKeys * kChunks; c += kThreads) {
-      const int n = c / kChunks, d = (c % kChunks) * 8;
-      const int j = tile * kKeys + n;
+  const bool pow2 = p.page_shift >= 0;
+  // The pages of this thread's rows of tile `tile` (0 past the sequence: never read).
+  auto fetch_pages = [&](int tile, int32_t(&pages)[G::kPasses]) {
+#pragma unroll
+    for (int ps = 0; ps < G::kPasses; ++ps) {
+      const int j = tile * kKeys + ld_row + ps * G::kRowsPerPass;
+      pages[ps] = j < seq.k_len ? __ldg(table + (pow2 ? j >> p.page_shift : j / p.page_size)) : 0;
+    }
+  };
+  // Copies K and V of tile `tile` into buffer `buf` from the pages fetch_pages read.
+  auto load_kv = [&](int tile, int buf, const int32_t(&pages)[G::kPasses]) {
+    T* dk = sK + (buf * kKeys + ld_row) * S + ld_col;
+    T* dv = sV + (buf * kKeys + ld_row) * S + ld_col;
+#pragma unroll
+    for (int ps = 0; ps < G::kPasses; ++ps) {
+      const int j = tile * kKeys + ld_row + ps * G::kRowsPerPass;
       const bool valid = j < seq.k_len;
+      const int64_t slot = pow2 ? j & (p.page_size - 1) : j % p.page_size;
       const T* ks = k_head;
       const T* vs = v_head;
       if (valid) {
-        const int64_t page = table[j / p.page_size], slot = j % p.page_size;
-        ks = k_head + page * p.k.page_stride + slot * p.k.row_stride + d;
-        vs = v_head + page * p.v.page_stride + slot * p.v.row_stride + d;
+        ks += pages[ps] * p.k.page_stride + slot * p.k.row_stride;
+        vs += pages[ps] * p.v.page_stride + slot * p.v.row_stride;
       }
-      cp_async_16(k_s + (buf * kKeys + n) * kStride + d, ks, valid);
-      cp_async_16(v_s + (buf * kKeys + n) * kStride + d, vs, valid);
+      cp_async_16(dk + ps * G::kRowsPerPass * S, ks, valid);
+      cp_async_16(dv + ps * G::kRowsPerPass * S, vs, valid);
     }
   };
 
-  // Softmax state of this warp's score rows (log2 domain, c = 1), the same on every lane.
-  float m_run[kRowsPerWarp], l_run[kRowsPerWarp];
+  // The ring's first kStages - 1 tiles, one cp.async group each (empty past t_hi), and the
+  // pages of the tile after them.
+  int32_t pages[G::kPasses];
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int rr = r0 + r * kWarps + warp;
-    const RowStart st = split == 0 ? policy.row_start(kv_head * group + rr % group, 1.f) : RowStart{-INFINITY, 0.f};
-    m_run[r] = st.max;
-    l_run[r] = st.sum;
-  }
-  const int col0 = tid % kColThreads, row_group = tid / kColThreads;
-  float acc[kAccRows][kAccCols];
-#pragma unroll
-  for (int r = 0; r < kAccRows; ++r) {
-#pragma unroll
-    for (int c = 0; c < kAccCols; ++c) acc[r][c] = 0.f;
-  }
-
-  if (t_lo < t_hi) load_kv(t_lo, 0);
-  cp_async_commit();
-  for (int t = t_lo; t < t_hi; ++t) {
-    const int buf = (t - t_lo) & 1;
-    if (t + 1 < t_hi) load_kv(t + 1, buf ^ 1);
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (t_lo + st < t_hi) {
+      fetch_pages(t_lo + st, pages);
+      load_kv(t_lo + st, st, pages);
+    }
     cp_async_commit();
-    cp_async_wait<1>();
+  }
+  if (t_lo + kStages - 1 < t_hi) fetch_pages(t_lo + kStages - 1, pages);
+
+  cp_async_wait<kStages - 1>();  // Q has landed
+  __syncthreads();
+  uint32_t qf[G::kQInRegs ? HD / 16 : 1][4];
+  if constexpr (G::kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], sQ + (lane % 16) * S + kk * 16 + (lane / 16) * 8);
+  }
+
+  // This thread's two accumulator rows (g and g + 8): their token, query head, visible keys and
+  // softmax state. Scores stay raw (max taken on q.k, the scale folded into the exponent) when
+  // the policy's map is linear with a positive scale, else they are mapped to log2 logits.
+  const bool fold = policy.linear();
+  const float c = fold ? a.softmax_scale * kLog2e : 1.f;
+  int row_i[2], row_h[2];
+  Span row_keys[2];
+  float row_max[2], row_sum[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int m = g + 8 * r, rr = r0 + m;
+    row_i[r] = rr / group;
+    row_h[r] = kv_head * group + rr % group;
+    row_keys[r] = m < rows ? policy.row_mask(row_h[r], row_i[r]) : Span{0, 0};
+    const RowStart st = split == 0 && warp == 0 && m < rows ? policy.row_start(row_h[r], c) : RowStart{-INFINITY, 0.f};
+    row_max[r] = st.max;
+    row_sum[r] = t == 0 ? st.sum : 0.f;  // a row's sum is split over its quad's four lanes
+  }
+  float o[1][HD / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < HD / 8; ++dt) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+
+  for (int tile = t_lo; tile < t_hi; ++tile) {
+    const int buf = (tile - t_lo) % kStages, ahead = tile + kStages - 1;
+    if (ahead < t_hi) load_kv(ahead, (ahead - t_lo) % kStages, pages);
+    cp_async_commit();
+    if (ahead + 1 < t_hi) fetch_pages(ahead + 1, pages);  // in flight while this tile is computed
+    cp_async_wait<kStages - 1>();                         // tile `tile` has landed
     __syncthreads();
 
-    // S = Q K^T for this warp's rows and key `lane`; mask, score map, online softmax.
-    if (warp < rows) {
-      const int active = (rows - warp + kWarps - 1) / kWarps;  // this warp's rows in use (uniform)
-      float s[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
-      const T* krow = k_s + (buf * kKeys + lane) * kStride;
-#pragma unroll 4
-      for (int d = 0; d < HD; d += 8) {
-        float kf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(krow + d), kf);
+    const int n0 = tile * kKeys + warp * kWarpKeys;  // this warp's first key
+    const T* wK = sK + (buf * kKeys + warp * kWarpKeys) * S;
+    const T* wV = sV + (buf * kKeys + warp * kWarpKeys) * S;
+    float s[1][kWarpKeys / 8][4];
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) {
-          if (r >= active) break;
-          const float4* qr = reinterpret_cast<const float4*>(q_s + (r * kWarps + warp) * HD + d);
-          const float4 x = qr[0], y = qr[1];
-          s[r] += x.x * kf[0] + x.y * kf[1] + x.z * kf[2] + x.w * kf[3] + y.x * kf[4] + y.y * kf[5] + y.z * kf[6] +
-                  y.w * kf[7];
-        }
-      }
-      const int j = t * kKeys + lane;
+    for (int nt = 0; nt < kWarpKeys / 8; ++nt) s[0][nt][0] = s[0][nt][1] = s[0][nt][2] = s[0][nt][3] = 0.f;
+    if constexpr (G::kQInRegs) {
+      auto q_frags = [&](int kk, uint32_t(&f)[1][4]) {
 #pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const int m = r * kWarps + warp;
-        const int rr = r0 + m, i = rr / group, h = kv_head * group + rr % group;
-        float x = -INFINITY;
-        if (m < rows && policy.row_mask(h, i).has(j)) {
-          policy.with_scores(h, [&](auto scores) { x = scores.log2(s[r], i, j); });
-        }
-        const float m_new = fmaxf(m_run[r], warp_max(x));
-        const float pe = m_new == -INFINITY ? 0.f : exp2f(x - m_new);
-        const float alpha = m_new == -INFINITY ? 1.f : exp2f(m_run[r] - m_new);
-        l_run[r] = l_run[r] * alpha + warp_sum(pe);
-        m_run[r] = m_new;
-        p_s[m * kKeys + lane] = pe;
-        if (lane == 0) alpha_s[m] = alpha;
-      }
+        for (int e = 0; e < 4; ++e) f[0][e] = qf[kk][e];
+      };
+      gemm_xs<T, 1, HD, kWarpKeys, Layout::kRowMajor, S>(s, q_frags, wK, lane);
+    } else {
+      gemm_ss<T, 1, HD, kWarpKeys, Layout::kRowMajor, Layout::kRowMajor, S, S>(s, sQ, wK, lane);
     }
-    __syncthreads();
 
-    // O = alpha O + P V for the columns this thread owns.
+    // Score map (unless folded), then each element's mask: the sequence end, causal / window,
+    // and rows past `rows` (empty spans); masked scores are -inf in either domain.
 #pragma unroll
-    for (int r = 0; r < kAccRows; ++r) {
-      const int m = row_group * kAccRows + r;
-      if (m < rows) {
-        const float alpha = alpha_s[m];
+    for (int r = 0; r < 2; ++r) {
+      if (!fold) {
+        policy.with_scores(row_h[r], [&](const auto& scores) {
 #pragma unroll
-        for (int c = 0; c < kAccCols; ++c) acc[r][c] *= alpha;
-      }
-    }
-    const T* vt = v_s + buf * kKeys * kStride + col0;
-#pragma unroll 2
-    for (int n = 0; n < kKeys; n += 4) {
-      float vf[4][kAccCols];
+          for (int nt = 0; nt < kWarpKeys / 8; ++nt) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-#pragma unroll
-        for (int c = 0; c < kAccCols; ++c) vf[q][c] = to_float<T>(vt[(n + q) * kStride + c * kColThreads]);
-      }
-#pragma unroll
-      for (int r = 0; r < kAccRows; ++r) {
-        const int m = row_group * kAccRows + r;
-        if (m < rows) {
-          const float4 pr = *reinterpret_cast<const float4*>(p_s + m * kKeys + n);
-#pragma unroll
-          for (int c = 0; c < kAccCols; ++c) {
-            acc[r][c] += pr.x * vf[0][c] + pr.y * vf[1][c] + pr.z * vf[2][c] + pr.w * vf[3][c];
+            for (int e = 0; e < 2; ++e) {
+              s[0][nt][2 * r + e] = scores.log2(s[0][nt][2 * r + e], row_i[r], n0 + nt * 8 + 2 * t + e);
+            }
           }
+        });
+      }
+      const Span keys = row_keys[r].shifted(n0 + 2 * t);
+#pragma unroll
+      for (int nt = 0; nt < kWarpKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (!keys.has(nt * 8 + e)) s[0][nt][2 * r + e] = -INFINITY;
         }
       }
     }
-    __syncthreads();
+
+    // Online softmax (flash_attention_2's forward with one m16 tile): new row maxima, and O
+    // rescaled by exp2((old max - new max) * c) only when some row of the warp grew.
+    bool grew = false;
+    float alpha[2], neg_base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = row_max[r];
+#pragma unroll
+      for (int nt = 0; nt < kWarpKeys / 8; ++nt) mx = fmaxf(mx, fmaxf(s[0][nt][2 * r], s[0][nt][2 * r + 1]));
+      mx = quad_max(mx);
+      neg_base[r] = mx == -INFINITY ? 0.f : -mx * c;
+      const bool row_grew = mx != row_max[r];
+      grew |= row_grew;
+      alpha[r] = row_grew ? fast_exp2(fmaf(row_max[r], c, neg_base[r])) : 1.f;
+      row_max[r] = mx;
+      row_sum[r] *= alpha[r];
+    }
+    if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        o[0][dt][0] *= alpha[0];
+        o[0][dt][1] *= alpha[0];
+        o[0][dt][2] *= alpha[1];
+        o[0][dt][3] *= alpha[1];
+      }
+    }
+
+    // O += P V: P = exp2(s * c - max * c) rounded to T as the A operand (the C layout of two n8
+    // tiles is the A layout of one k16 step).
+    float sum[2] = {0.f, 0.f};
+    auto p_frags = [&](int kk, uint32_t(&f)[1][4]) {
+#pragma unroll
+      for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[0][nt][e] = fast_exp2(fmaf(s[0][nt][e], c, neg_base[e / 2]));
+        sum[0] += s[0][nt][0] + s[0][nt][1];
+        sum[1] += s[0][nt][2] + s[0][nt][3];
+      }
+      accum_to_a<T>(f[0], s[0][2 * kk], s[0][2 * kk + 1]);
+    };
+    gemm_xs<T, 1, kWarpKeys, HD, Layout::kTransposed, S>(o, p_frags, wV, lane);
+    row_sum[0] += sum[0];
+    row_sum[1] += sum[1];
+    __syncthreads();  // every warp is done with `buf` before the next tile's copies refill it
   }
   cp_async_wait<0>();
+  __syncthreads();  // the K/V buffers are free: the merge reuses them
 
-  if (lane == 0) {
+  // The warps' states through shared memory: O [kWarps][kRows][kOStride], max and sum [kWarps][kRows].
+  float* m_o = reinterpret_cast<float*>(sK);
+  float* m_max = m_o + kWarps * kRows * G::kOStride;
+  float* m_sum = m_max + kWarps * kRows;
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      max_s[r * kWarps + warp] = m_run[r];
-      sum_s[r * kWarps + warp] = l_run[r];
+  for (int r = 0; r < 2; ++r) {
+    const int m = g + 8 * r;
+    const float total = quad_sum(row_sum[r]);
+    if (t == 0) {
+      m_max[warp * kRows + m] = row_max[r];
+      m_sum[warp * kRows + m] = total;
+    }
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      *reinterpret_cast<float2*>(m_o + (warp * kRows + m) * G::kOStride + dt * 8 + 2 * t) =
+          make_float2(o[0][dt][2 * r], o[0][dt][2 * r + 1]);
     }
   }
   __syncthreads();
 
+  // Merge by the warps' maxima (the LSE merge of split-KV, inside the block), normalize, and
+  // write 8 columns of one row per item: out (and lse), or this split's partial output and LSE.
   const int64_t all_rows = static_cast<int64_t>(a.heads_q) * a.total_q;
+  for (int item = tid; item < rows * G::kChunks; item += kThreads) {
+    const int m = item / G::kChunks, col = (item % G::kChunks) * 8;
+    float mx = -INFINITY;
 #pragma unroll
-  for (int r = 0; r < kAccRows; ++r) {
-    const int m = row_group * kAccRows + r;
-    if (m >= rows) continue;
-    const int rr = r0 + m, i = rr / group, h = kv_head * group + rr % group;
-    const RowEnd end = policy.row_end(max_s[m], sum_s[m], 1.f);
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, m_max[w * kRows + m]);
+    float f[kWarps], total = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float wm = m_max[w * kRows + m];
+      f[w] = wm == -INFINITY ? 0.f : fast_exp2((wm - mx) * c);
+      total += f[w] * m_sum[w * kRows + m];
+    }
+    const RowEnd end = policy.row_end(mx, total, c);
     const float inv = end.inv();
+    float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4* src = reinterpret_cast<const float4*>(m_o + (w * kRows + m) * G::kOStride + col);
+      const float4 lo = src[0], hi = src[1];
+      x[0] += f[w] * lo.x;
+      x[1] += f[w] * lo.y;
+      x[2] += f[w] * lo.z;
+      x[3] += f[w] * lo.w;
+      x[4] += f[w] * hi.x;
+      x[5] += f[w] * hi.y;
+      x[6] += f[w] * hi.z;
+      x[7] += f[w] * hi.w;
+    }
+    const int rr = r0 + m, i = rr / group, h = kv_head * group + rr % group;
     const int64_t lse_row = lse_index(a, seq, h, i);
     if (p.num_splits == 1) {
-      T* o = query_row<T>(a, a.out, b, i, h);
-#pragma unroll
-      for (int c = 0; c < kAccCols; ++c) o[col0 + c * kColThreads] = from_float<T>(acc[r][c] * inv);
-      if (a.lse != nullptr && col0 == 0) a.lse[lse_row] = end.lse();
+      uint4 packed;
+      packed.x = pack2<T>(x[0] * inv, x[1] * inv);
+      packed.y = pack2<T>(x[2] * inv, x[3] * inv);
+      packed.z = pack2<T>(x[4] * inv, x[5] * inv);
+      packed.w = pack2<T>(x[6] * inv, x[7] * inv);
+      *reinterpret_cast<uint4*>(query_row<T>(a, a.out, b, i, h) + col) = packed;
+      if (a.lse != nullptr && col == 0) a.lse[lse_row] = end.lse();
     } else {
-      float* o = p.partial_out + (split * all_rows + lse_row) * HD;
-#pragma unroll
-      for (int c = 0; c < kAccCols; ++c) o[col0 + c * kColThreads] = acc[r][c] * inv;
-      if (col0 == 0) p.partial_lse[split * all_rows + lse_row] = end.lse();
+      float4* dst = reinterpret_cast<float4*>(p.partial_out + (split * all_rows + lse_row) * HD + col);
+      dst[0] = make_float4(x[0] * inv, x[1] * inv, x[2] * inv, x[3] * inv);
+      dst[1] = make_float4(x[4] * inv, x[5] * inv, x[6] * inv, x[7] * inv);
+      if (col == 0) p.partial_lse[split * all_rows + lse_row] = end.lse();
     }
   }
 }

@@ -5,47 +5,60 @@
 namespace attnrt::cuda::paged {
 namespace {
 
-constexpr int kMaxSplits = 128;  // the plugin never asks for more (paged_plugin.cpp)
-
-// One block per token slot (b, i): each warp merges one query head's splits at a time.
+// One warp per query row (sequence b, token i, query head h), kWarps rows per block:
 //   lse = log(sum_s exp(lse_s)),  out = sum_s exp(lse_s - lse) out_s
-// A row whose every split saw nothing (lse_s = -inf) gets out 0 and lse -inf.
+// each lane reading 4 columns of every split's partial row (float4: a split's row is one
+// coalesced 512-byte read at head_dim 128). A row whose every split saw nothing (lse_s = -inf)
+// gets out 0 and lse -inf. (One block per token (b, i), as this kernel was first written, left
+// a 1 x 64k decode step's 64 heads x ~40 splits to one block on one of the 132 SMs.)
 template <class T>
 __global__ void __launch_bounds__(kThreads) combine_kernel(const __grid_constant__ PagedParams p) {
-  __shared__ float weights[kThreads / 32][kMaxSplits];
+  __shared__ float weights[kWarps][kMaxSplits];
   const AttentionParams& a = p.attn;
-  const int b = static_cast<int>(blockIdx.x) / a.seqlen_q, i = static_cast<int>(blockIdx.x) % a.seqlen_q;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarps + warp;  // (b, i, h), h fastest
+  const int h = static_cast<int>(item % a.heads_q);
+  const int64_t bi = item / a.heads_q;
+  const int b = static_cast<int>(bi / a.seqlen_q), i = static_cast<int>(bi % a.seqlen_q);
+  if (b >= a.batch) return;
   const Seq seq = paged_sequence(p, b);
   if (i >= seq.q_len) return;
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t all_rows = static_cast<int64_t>(a.heads_q) * a.total_q;
   const int hd = a.head_dim_v;
-  for (int h = warp; h < a.heads_q; h += kThreads / 32) {
-    const int64_t row = lse_index(a, seq, h, i);
-    float mx = -INFINITY;
-    for (int s = lane; s < p.num_splits; s += 32) mx = fmaxf(mx, p.partial_lse[s * all_rows + row]);
-    mx = warp_max(mx);
-    float sum = 0.f;
-    for (int s = lane; s < p.num_splits; s += 32) {
-      const float w = mx == -INFINITY ? 0.f : expf(p.partial_lse[s * all_rows + row] - mx);
-      weights[warp][s] = w;
-      sum += w;
-    }
-    sum = warp_sum(sum);
-    __syncwarp();
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    T* o = query_row<T>(a, a.out, b, i, h);
-    for (int d = lane; d < hd; d += 32) {
-      float x = 0.f;
-      for (int s = 0; s < p.num_splits; ++s) {
-        const float w = weights[warp][s];
-        if (w != 0.f) x += w * p.partial_out[(s * all_rows + row) * hd + d];
-      }
-      o[d] = from_float<T>(x * inv);
-    }
-    if (a.lse != nullptr && lane == 0) a.lse[row] = sum > 0.f ? mx + logf(sum) : -INFINITY;
-    __syncwarp();
+  const int64_t row = lse_index(a, seq, h, i);
+  float mx = -INFINITY;
+  for (int s = lane; s < p.num_splits; s += 32) mx = fmaxf(mx, p.partial_lse[s * all_rows + row]);
+  mx = warp_max(mx);
+  float sum = 0.f;
+  for (int s = lane; s < p.num_splits; s += 32) {
+    const float w = mx == -INFINITY ? 0.f : expf(p.partial_lse[s * all_rows + row] - mx);
+    weights[warp][s] = w;
+    sum += w;
   }
+  sum = warp_sum(sum);
+  __syncwarp();
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  T* o = query_row<T>(a, a.out, b, i, h);
+  for (int d = 4 * lane; d < hd; d += 128) {
+    // No branch on a zero weight: every split writes every row it owns (0 where it saw
+    // nothing), so the loads are independent and eight of them are in flight at once rather
+    // than one split's latency after another (~40 splits of a 1 x 64k step).
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int s = 0; s < p.num_splits; ++s) {
+      const float w = weights[warp][s];
+      const float4 y = *reinterpret_cast<const float4*>(p.partial_out + (s * all_rows + row) * hd + d);
+      x.x += w * y.x;
+      x.y += w * y.y;
+      x.z += w * y.z;
+      x.w += w * y.w;
+    }
+    uint2 packed;
+    packed.x = pack2<T>(x.x * inv, x.y * inv);
+    packed.y = pack2<T>(x.z * inv, x.w * inv);
+    *reinterpret_cast<uint2*>(o + d) = packed;
+  }
+  if (a.lse != nullptr && lane == 0) a.lse[row] = sum > 0.f ? mx + logf(sum) : -INFINITY;
 }
 
 // One block per new token: thread x copies elements of every head of k and v.
@@ -73,7 +86,9 @@ __global__ void append_kernel(const __grid_constant__ AppendParams p) {
 
 cudaError_t run_combine(const PagedParams& p, bool bf16, cudaStream_t stream) {
   if (p.num_splits > kMaxSplits) return cudaErrorInvalidValue;
-  const unsigned blocks = static_cast<unsigned>(p.attn.batch) * static_cast<unsigned>(p.attn.seqlen_q);
+  if (p.attn.head_dim_v % 4 != 0) return cudaErrorInvalidValue;  // float4 columns (the plugin's head dims are)
+  const int64_t rows = int64_t(p.attn.batch) * p.attn.seqlen_q * p.attn.heads_q;
+  const unsigned blocks = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
   if (bf16) {
     combine_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(p);
   } else {

@@ -11,11 +11,22 @@
 
 namespace attnrt::cuda::paged {
 
-// Query rows (token, query head of one KV head) per thread block and keys per tile: the kernel's
-// geometry, which the host needs for the grid and the split heuristic.
+// The kernel's geometry, which the host needs for the grid and the split heuristic: kRows query
+// rows (token, query head of one KV head) per thread block, one m16 tile of the tensor cores;
+// key tiles of kKeys keys, of which each of the kWarps warps takes kWarpKeys (one k16 step of
+// P V); kStages tiles in shared memory (a cp.async ring: kStages - 1 tiles in flight while one
+// is computed).
 constexpr int kRows = 16;
-constexpr int kKeys = 32;
-constexpr int kThreads = 128;
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kWarpKeys = 16;
+constexpr int kKeys = kWarps * kWarpKeys;
+// 3 stages (2 blocks per SM at head_dim 128) rather than 2 (3 blocks per SM): in one H100 call
+// the ring of 3 streamed 4-6% more on 64 x 2k decode, 1-4% more on 1 x 64k, the same on 16 x 8k
+// and 1-3% less on 256 x 1k (bench/results/paged-decode-2026-11-23/: decode_bench.csv, 2 stages,
+// vs decode_bench_stages3.csv).
+constexpr int kStages = 3;
+constexpr int kMaxSplits = 128;  // the most split-KV shares the combine kernel merges
 
 // Attention over the paged cache: with p.num_splits == 1 writes out (and lse when set); else
 // each split's partial output and LSE into p.partial_out / p.partial_lse (run_combine merges).

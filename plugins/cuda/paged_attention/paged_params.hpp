@@ -33,6 +33,7 @@ struct PagedParams {
   const int32_t* block_table = nullptr;
   int64_t table_stride = 0;  // elements between block_table's rows
   int32_t page_size = 0;
+  int32_t page_shift = -1;       // log2(page_size) when a power of two (shift and mask), else -1
   int32_t group = 1;             // heads_q / heads_kv: the query heads that share one KV head
   int32_t row_blocks = 0;        // blocks of kRows (token, head) rows per (sequence, KV head)
   int32_t num_splits = 1;        // 1: the kernel writes out and lse itself

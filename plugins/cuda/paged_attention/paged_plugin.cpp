@@ -6,12 +6,13 @@
 // list); GQA/MQA with the query heads of one KV head in one thread block, so each page is read
 // once per KV head; sliding window, softcap, gpt-oss sinks, LSE.
 //
-// Split-KV (FlashDecoding; FlashAttention-2's num_splits heuristic): when (sequence, KV head,
+// Split-KV (FlashDecoding; FlashAttention-2's num_splits heuristic, retuned): when (sequence, KV head,
 // row block) blocks alone would leave SMs idle, every sequence's keys are cut into num_splits
-// shares of whole 32-key tiles; the partial outputs and LSEs go to the workspace (workspace_size
-// answers for the split count the call will use) and a combine kernel merges them. The count is
-// chosen from batch, heads, query rows, the longest sequence and the device's SMs and resident
-// blocks; ATTNRT_PAGED_SPLITS=N (read when the plugin is created) overrides it (1: never split).
+// shares of whole key tiles (kKeys, paged_launch.hpp); the partial outputs and LSEs go to the
+// workspace (workspace_size answers for the split count the call will use) and a combine kernel
+// merges them. The count is chosen from batch, heads, query rows, the longest sequence and the
+// device's SMs and resident blocks; ATTNRT_PAGED_SPLITS=N (read when the plugin is created)
+// overrides it (1: never split).
 //
 // The KV-cache append (ABI 1.2's append_kv; vLLM's reshape_and_cache) writes new tokens into
 // their pages from an int64 slot mapping, negative slots skipped.
@@ -27,6 +28,7 @@
 #include <attnrt_cuda/make_params.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -47,9 +49,9 @@ using HeadDims = cuda::HeadDims<ATTNRT_PAGED_HEAD_DIMS>;
 using cuda::check_cuda;
 using cuda::use_device;
 using cuda::paged::kKeys;
+using cuda::paged::kMaxSplits;
 using cuda::paged::kRows;
 
-constexpr int kMaxSplits = 128;
 constexpr size_t kAlign = 256;
 constexpr size_t kRowAlignment = 16;  // cp.async and the query loads move 16 bytes
 
@@ -59,25 +61,32 @@ int64_t row_blocks(const attnrt_attention_desc& d) {
   return (int64_t(d.seqlen_q) * (d.heads_q / d.heads_kv) + kRows - 1) / kRows;
 }
 
-// FlashAttention-2's num_splits_heuristic (flash_api.cpp): the smallest split count whose wave
-// efficiency (blocks / slots, over the waves it takes) is within 85% of the best, never more
-// than the tiles of the longest sequence allow (at least 2 tiles a split) or kMaxSplits; 1 when
-// the unsplit grid already fills 80% of the SMs' resident slots.
+// The split count of a decode grid, after FlashAttention-2's num_splits_heuristic (wave
+// efficiency: blocks / slots over the rounds of resident blocks they take), retuned for a
+// memory-bound kernel from H100 measurements (bench/results/paged-decode-2026-11-23/splits.csv):
+//   - a last round that is only partly full leaves bandwidth idle while it runs: 64 x 2k at
+//     GQA 8 (512 blocks on 396 slots, 1.3 rounds) streamed 2.26 TB/s unsplit and 2.51 split 4
+//     ways, where FlashAttention-2's rule (unsplit from 80% of one round) kept it unsplit;
+//   - each split costs a partial row per query row (written, then read by the combine kernel)
+//     and the combine: 256 x 1k (5.2 rounds) streamed 2.76 TB/s unsplit, 2.59 split 4 ways.
+// So: unsplit when the grid fills two rounds or its rounds are 90% full; else the smallest
+// count whose rounds are at least 90% full (the best one if none is), never more than the
+// tiles of the longest sequence allow (at least 2 tiles a split), kMaxSplits or one slot each.
 int heuristic_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t tiles) {
+  constexpr double kFull = 0.9;
   const double slots = double(sms) * std::max(blocks_per_sm, 1);
-  if (double(blocks) >= 0.8 * slots) return 1;
+  auto efficiency = [&](int s) {
+    const double rounds = double(blocks) * s / slots;
+    return rounds / std::ceil(rounds);
+  };
+  if (double(blocks) >= 2 * slots || efficiency(1) >= kFull) return 1;
   const int max_splits = int(std::min<int64_t>({kMaxSplits, std::max<int64_t>(tiles / 2, 1), int64_t(slots)}));
-  std::vector<double> efficiency(size_t(max_splits) + 1, 0.0);
-  double best = 0.0;
+  int best = 1;
   for (int s = 1; s <= max_splits; ++s) {
-    const double waves = double(blocks) * s / slots;
-    efficiency[size_t(s)] = waves / std::ceil(waves);
-    best = std::max(best, efficiency[size_t(s)]);
+    if (efficiency(s) >= kFull) return s;
+    if (efficiency(s) > efficiency(best)) best = s;
   }
-  for (int s = 1; s <= max_splits; ++s) {
-    if (efficiency[size_t(s)] >= 0.85 * best) return s;
-  }
-  return 1;
+  return best;
 }
 
 class PagedAttentionPlugin {
@@ -137,6 +146,7 @@ class PagedAttentionPlugin {
     p.block_table = static_cast<const int32_t*>(cuda::detail::data_of(a.block_table));
     p.table_stride = cuda::detail::stride_of(*a.block_table, 0);
     p.page_size = d.page_size;
+    p.page_shift = (d.page_size & (d.page_size - 1)) == 0 ? std::countr_zero(uint32_t(d.page_size)) : -1;
     p.group = d.heads_q / d.heads_kv;
     p.row_blocks = int32_t(row_blocks(d));
     p.num_splits = splits(d);

@@ -46,6 +46,7 @@ Loaded load() {
     bind(l.library, d.cuMemFree, "cuMemFree_v2");
     bind(l.library, d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     bind(l.library, d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    bind(l.library, d.cuMemsetD8Async, "cuMemsetD8Async");
     bind(l.library, d.cuEventCreate, "cuEventCreate");
     bind(l.library, d.cuEventRecord, "cuEventRecord");
     bind(l.library, d.cuEventSynchronize, "cuEventSynchronize");

@@ -98,4 +98,42 @@ double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations,
   return ms[ms.size() / 2];
 }
 
+double cuda_median_ms_cold_l2(DLDevice device, void* stream, int warmup, int iterations,
+                              const std::function<void()>& fn, CudaBuffer& flush) {
+  const cuda::Driver& d = cuda::driver();
+  d.make_current(device);
+  const auto clear = [&] {
+    d.check(d.cuMemsetD8Async(reinterpret_cast<cuda::CUdeviceptr>(flush.data()), 0, flush.size(), stream),
+            "clearing the L2 flush buffer");
+  };
+  for (int i = 0; i < warmup; ++i) {
+    clear();
+    fn();
+  }
+  cuda::CUevent start = nullptr, stop = nullptr;
+  d.check(d.cuEventCreate(&start, 0), "cuEventCreate");
+  d.check(d.cuEventCreate(&stop, 0), "cuEventCreate");
+  std::vector<double> ms;
+  try {
+    for (int i = 0; i < std::max(iterations, 1); ++i) {
+      clear();
+      d.check(d.cuEventRecord(start, stream), "cuEventRecord");
+      fn();
+      d.check(d.cuEventRecord(stop, stream), "cuEventRecord");
+      d.check(d.cuEventSynchronize(stop), "waiting for the timed call");
+      float elapsed = 0;
+      d.check(d.cuEventElapsedTime(&elapsed, start, stop), "cuEventElapsedTime");
+      ms.push_back(elapsed);
+    }
+  } catch (...) {
+    d.cuEventDestroy(start);
+    d.cuEventDestroy(stop);
+    throw;
+  }
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace attnrt

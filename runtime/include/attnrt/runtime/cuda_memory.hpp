@@ -49,4 +49,12 @@ ATTNRT_API void cuda_synchronize(DLDevice device);
 ATTNRT_API double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations,
                                  const std::function<void()>& fn);
 
+// cuda_median_ms with a cold L2 cache: before every call (warm-up and timed) `flush`, a buffer
+// larger than the L2 (H100: 50 MiB), is cleared by cuMemsetD8Async on `stream`, and the start
+// event is recorded after it, as triton.testing.do_bench times (PyTorch's anchors use it). So no
+// call reads what the previous one left in L2, and fn's host-side work (argument checks, the
+// launch) runs while the GPU is still clearing: the time is the GPU's, as in a CUDA graph.
+ATTNRT_API double cuda_median_ms_cold_l2(DLDevice device, void* stream, int warmup, int iterations,
+                                         const std::function<void()>& fn, CudaBuffer& flush);
+
 }  // namespace attnrt
