@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_BUILD_TESTS=ON > /dev/null
 cmake --build build-gpu --target attnrt_cli attnrt_gpu_tests attnrt_eager attnrt_sdpa attnrt_flash_attention_2 attnrt_eager_cuda \
-  attnrt_sink attnrt_flash_attention_3 attnrt_paged_attention attnrt_sdpa_cuda
+  attnrt_sink attnrt_flash_attention_3 attnrt_paged_attention attnrt_sdpa_cuda \
+  attnrt_flex_attention attnrt_flex_attention_cuda
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib .gpu/share
 cp build-gpu/bin/attnrt build-gpu/bin/attnrt_gpu_tests .gpu/bin/

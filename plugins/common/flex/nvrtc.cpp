@@ -25,9 +25,17 @@ std::string nvrtc_version() {
 }
 
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                          const std::vector<std::string>& include_dirs) {
+                          const std::vector<std::string>& include_dirs, const std::vector<NvrtcHeader>& headers,
+                          const std::vector<std::string>& name_expressions) {
+  std::vector<const char*> header_texts, header_names;
+  for (const NvrtcHeader& h : headers) {
+    header_texts.push_back(h.text.c_str());
+    header_names.push_back(h.include_name.c_str());
+  }
   nvrtcProgram program = nullptr;
-  check(nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr), "create");
+  check(nvrtcCreateProgram(&program, source.c_str(), name.c_str(), static_cast<int>(headers.size()),
+                           header_texts.data(), header_names.data()),
+        "create");
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&program,
                                                                [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   // sm_90a: wgmma and setmaxnreg exist only on the arch-specific target.
@@ -36,6 +44,7 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, in
   for (const std::string& dir : include_dirs) options.push_back("--include-path=" + dir);
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
+  for (const std::string& e : name_expressions) check(nvrtcAddNameExpression(program, e.c_str()), "name expression");
   const nvrtcResult compiled = nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
   NvrtcOutput out;
   size_t log_size = 0;
@@ -51,6 +60,11 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, in
   check(nvrtcGetCUBINSize(program, &size), "cubin size");
   out.cubin.resize(size);
   check(nvrtcGetCUBIN(program, out.cubin.data()), "cubin");
+  for (const std::string& e : name_expressions) {
+    const char* lowered = nullptr;
+    check(nvrtcGetLoweredName(program, e.c_str(), &lowered), "lowered name");
+    out.lowered_names.emplace_back(lowered);
+  }
   return out;
 }
 

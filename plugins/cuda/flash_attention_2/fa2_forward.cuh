@@ -29,7 +29,8 @@ struct ForwardTile {
 };
 
 template <class T, int HD, int BM, int BN, int MT, class Policy>
-__global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads)
+    forward_kernel(const AttentionParams p, const typename Policy::Params x) {
   using Tile = ForwardTile<HD, BM, BN, MT>;
   constexpr int S = Tile::kStride;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -40,8 +41,10 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
   const QueryBlock qb = query_block<BM, BN, Policy>(p);
   if (qb.past_end()) return;
   const Seq& seq = qb.seq;
-  const Policy pol(p, seq);
-  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_lo = qb.keys.lo, nb_hi = qb.keys.hi;
+  const Policy pol(p, seq, x);
+  const int b = qb.b, h = qb.h, hk = qb.hk, m0 = qb.m0, nb_hi = qb.keys.hi;
+  // The first key block the policy visits (a block-sparse policy may skip some of the range).
+  const int nb_lo = pol.first_block(m0, qb.keys.lo, nb_hi);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int w0 = warp * 16 * MT;  // this warp's first row in the CTA
 
@@ -97,7 +100,8 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
     row_sum[mt][0] = row_sum[mt][1] = t == 0 ? start.sum : 0.f;
   }
 
-  for (int nb = nb_lo; nb < nb_hi; ++nb) {
+  for (int nb = nb_lo, next; nb < nb_hi; nb = next) {
+    next = pol.next_block(m0, nb, nb_hi);
     const int n0 = nb * BN;
     if (nb > nb_lo) {
       cp_async_wait<0>();  // K[nb] has landed
@@ -141,6 +145,21 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
           }
         }
       });
+    }
+    if constexpr (Policy::kElementMask) {  // flex_attention's mask_mod, in blocks that are not full
+      if (pol.block_element_mask(m0, nb)) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+          for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int i = m0 + w0 + mt * 16 + g + 8 * (e / 2), j = n0 + nt * 8 + 2 * t + e % 2;
+              if (!pol.visible(h, i, j)) s[mt][nt][e] = -INFINITY;
+            }
+          }
+        }
+      }
     }
     if (need_mask) {
 #pragma unroll
@@ -197,9 +216,9 @@ __global__ void __launch_bounds__(ForwardTile<HD, BM, BN, MT>::kThreads) forward
 
     cp_async_wait<0>();  // V[nb] has landed
     __syncthreads();     // and every warp is done with K[nb]
-    if (nb + 1 < nb_hi) {
-      load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(n0 + BN) * p.k.row_stride, p.k.row_stride,
-                                           seq.k_len - n0 - BN);
+    if (next < nb_hi) {
+      load_tile<T, BN, HD, Tile::kThreads>(sK, k + int64_t(next) * BN * p.k.row_stride, p.k.row_stride,
+                                           seq.k_len - next * BN);
     }
     cp_async_commit();
 

@@ -49,7 +49,7 @@ cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT, Policy>;
   ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_q, C::kFwdBM), p.heads_q, p.batch);
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, typename Policy::Params{});
   return cudaGetLastError();
 }
 

@@ -26,7 +26,8 @@ __device__ __forceinline__ QueryBlock query_block(const AttentionParams& p) {
   qb.hk = qb.h / (p.heads_q / p.heads_kv);
   qb.seq = sequence(p, qb.b);
   qb.m0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * BM;
-  qb.keys = qb.past_end() ? BlockRange{0, 0} : Policy(p, qb.seq).key_blocks(qb.m0, BM, BN);
+  // Every policy walks inside the descriptor's key range (block-sparse ones skip within it).
+  qb.keys = qb.past_end() ? BlockRange{0, 0} : StandardScores(p, qb.seq).key_blocks(qb.m0, BM, BN);
   return qb;
 }
 

@@ -10,15 +10,24 @@
 namespace attnrt::kernels::flex {
 
 struct NvrtcOutput {
-  std::string cubin;  // SASS for sm_<arch> (a "a" suffix for sm_90a's wgmma when arch is 90)
-  std::string log;    // NVRTC's messages, warnings included
+  std::string cubin;                       // SASS for sm_<arch> (sm_90a when arch is 90)
+  std::string log;                         // NVRTC's messages, warnings included
+  std::vector<std::string> lowered_names;  // of the name expressions, in order
+};
+
+// A header NVRTC resolves by its #include name (no file system).
+struct NvrtcHeader {
+  std::string include_name, text;
 };
 
 // Compiles `source` (named `name` in messages) for compute capability `arch` (major*10+minor)
-// with the given extra include directories. Throws Error(ATTNRT_ERROR_INVALID_ARGUMENT) with
-// NVRTC's log when it does not compile.
+// with in-memory headers, extra include directories, and the mangled names of
+// `name_expressions` (template kernels) asked for. Throws Error(ATTNRT_ERROR_INVALID_ARGUMENT)
+// with NVRTC's log when it does not compile.
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                          const std::vector<std::string>& include_dirs = {});
+                          const std::vector<std::string>& include_dirs = {},
+                          const std::vector<NvrtcHeader>& headers = {},
+                          const std::vector<std::string>& name_expressions = {});
 
 // "13.0": the NVRTC this build links, for cache keys.
 std::string nvrtc_version();

@@ -61,9 +61,15 @@ struct SoftcapScores {
   }
 };
 
+// What a policy needs besides AttentionParams, passed to the kernel as its second parameter (a
+// flex_attention call's mods context and block states); the standard rule needs nothing.
+struct NoParams {};
+
 class StandardScores {
  public:
-  __device__ __forceinline__ StandardScores(const AttentionParams& params, const Seq& s) : p(params), seq(s) {}
+  using Params = NoParams;
+  __device__ __forceinline__ StandardScores(const AttentionParams& params, const Seq& s, const NoParams& = {})
+      : p(params), seq(s) {}
 
   // ---- Which tiles: the mask rule as one interval per row. Query i (of a sequence) sees key
   // j iff j < k_len, j <= i + diag + window_right (when >= 0) and j >= i + diag - window_left
@@ -86,6 +92,15 @@ class StandardScores {
     const int lo = i_lo / block;
     return {lo, i_hi > i_lo ? ceil_div(i_hi, block) : lo};
   }
+
+  // ---- Block-sparse walks (flex_attention's block masks): inside key_blocks' range, the blocks a
+  // query block at m0 visits, in order, and whether a visited block needs the per-element
+  // predicate visible() besides the interval mask. Here: every block, none.
+  static constexpr bool kElementMask = false;
+  __device__ __forceinline__ int first_block(int /*m0*/, int lo, int /*hi*/) const { return lo; }
+  __device__ __forceinline__ int next_block(int /*m0*/, int nb, int /*hi*/) const { return nb + 1; }
+  __device__ __forceinline__ bool block_element_mask(int /*m0*/, int /*nb*/) const { return false; }
+  __device__ __forceinline__ bool visible(int /*h*/, int /*i*/, int /*j*/) const { return true; }
 
   // Whether queries [m0, m0 + rows) x keys [n0, n0 + keys) cross a mask boundary (sequence end,
   // causal/window diagonal); tiles that do not skip the per-element test.

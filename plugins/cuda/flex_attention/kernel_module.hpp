@@ -1,0 +1,61 @@
+// flex_attention's CUDA kernels for one call shape: the user's mods compiled by NVRTC together
+// with flash_attention_2's forward mainloop under the flex score policy (flex_policy.cuh), for
+// one dtype, head_dim and GPU architecture; kept in the disk cache as a cubin and loaded with
+// the CUDA runtime's library API (context-independent, so one load serves every device of the
+// architecture).
+#pragma once
+
+#include <attnrt_kernels/flex/disk_cache.hpp>
+#include <attnrt_kernels/flex/mods.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace attnrt::plugins::flex_cuda {
+
+// flash_attention_2's forward tile for a head_dim (fa2_launch.cuh, Config): rows per CTA, keys
+// per step, m16 tiles per warp.
+struct ForwardTile {
+  int bm, bn, mt;
+  int threads() const { return bm / (16 * mt) * 32; }
+  size_t smem_bytes(int head_dim) const { return size_t(bm + 2 * bn) * (head_dim + 8) * 2; }
+};
+ForwardTile forward_tile(int head_dim);
+
+struct KernelModule {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t forward = nullptr;      // fa2::forward_kernel<T, HD, BM, BN, MT, FlexScores>
+  cudaKernel_t tile_states = nullptr;  // attnrt_flex_tile_states
+  ForwardTile tile{};
+  bool cache_hit = false;  // the cubin came from the disk cache
+  double compile_seconds = 0;
+  ~KernelModule();
+};
+
+struct ModuleKey {
+  kernels::flex::Mods mods;
+  bool bf16 = true;
+  int head_dim = 0, arch = 0;
+};
+
+class ModuleCache {
+ public:
+  explicit ModuleCache(std::string plugin_version) : version_(std::move(plugin_version)) {}
+  // The loaded module (from memory, the disk cache, or NVRTC). Throws Error: INVALID_ARGUMENT
+  // with NVRTC's log when the mods do not compile, UNSUPPORTED when NVRTC or the CUDA headers
+  // are missing, DEVICE when the cubin does not load.
+  std::shared_ptr<const KernelModule> get(const ModuleKey& key);
+
+ private:
+  std::string version_;
+  std::optional<kernels::flex::DiskCache> disk_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const KernelModule>> loaded_;
+};
+
+}  // namespace attnrt::plugins::flex_cuda

@@ -1,0 +1,237 @@
+// flex_attention on CUDA (mods compiled by NVRTC into flash_attention_2's forward) against
+// FlashAttention's rule (gpu.md): its error against the fp64 reference with the same mods
+// (ReferenceMods, plain C++) is at most 2x the CPU flex_attention's on the same low-precision
+// inputs, plus a small floor; outputs are poisoned with NaN first and NaN never passes. The mods
+// are PyTorch FlexAttention's usual ones (causal, sliding window, prefix LM, document mask from
+// an aux tensor, ALiBi, softcap, relative position bias from an aux table) and block-sparse
+// masks with skipped, partial and full blocks, at head_dim 64 and 128, fp16 and bf16, GQA, odd
+// lengths and varlen.
+#include <attnrt/validate.hpp>
+
+#include "flex_case.hpp"
+#include "gpu_support.hpp"
+
+#include <cmath>
+#include <random>
+
+namespace attnrt::gpu_test {
+namespace {
+
+using test::Flex;
+
+std::string flex_skip_reason() {
+  Gpu& gpu = Gpu::get();
+  if (!gpu.skip_reason.empty()) return gpu.skip_reason;
+  if (!gpu.registry->find("flex_attention", "cuda")) return "the CUDA plugin 'flex_attention' is not built";
+  if (!gpu.registry->find("flex_attention", "cpu")) return "the CPU plugin 'flex_attention' is not built";
+  return "";
+}
+
+struct FlexCase {
+  std::string name;
+  WorkloadSpec spec;
+  std::function<Flex(const WorkloadSpec&)> make;
+};
+void PrintTo(const FlexCase& c, std::ostream* os) { *os << c.name; }
+
+WorkloadSpec shape(int batch, int sq, int sk, int hq, int hkv, int hd, attnrt_dtype dtype) {
+  WorkloadSpec s;
+  s.batch = batch;
+  s.seqlen_q = sq;
+  s.seqlen_k = sk;
+  s.heads_q = hq;
+  s.heads_kv = hkv;
+  s.head_dim = hd;
+  s.dtype = dtype;
+  s.backward = false;
+  return s;
+}
+
+std::vector<FlexCase> cases() {
+  std::vector<FlexCase> out;
+  for (attnrt_dtype dt : {ATTNRT_DTYPE_BF16, ATTNRT_DTYPE_FP16}) {
+    for (int hd : {64, 128}) {
+      const std::string tag = std::string(sdk::dtype_name(dt)) + "_hd" + std::to_string(hd);
+      out.push_back({tag + "_causal", shape(2, 333, 333, 4, 2, hd, dt), [](const WorkloadSpec&) {
+                       Flex f;
+                       f.mask_mod = "q_idx >= kv_idx";
+                       f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j; };
+                       return f;
+                     }});
+      out.push_back({tag + "_sliding_window_100", shape(1, 517, 517, 4, 4, hd, dt), [](const WorkloadSpec&) {
+                       Flex f;
+                       f.mask_mod = "q_idx >= kv_idx && q_idx - kv_idx <= 100";
+                       f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j && i - j <= 100; };
+                       return f;
+                     }});
+      out.push_back({tag + "_prefix_lm", shape(1, 300, 300, 2, 1, hd, dt), [](const WorkloadSpec&) {
+                       Flex f;
+                       f.mask_mod = "kv_idx < 77 || q_idx >= kv_idx";
+                       f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j < 77 || i >= j; };
+                       return f;
+                     }});
+      out.push_back({tag + "_document_mask", shape(2, 400, 400, 4, 2, hd, dt), [](const WorkloadSpec& s) {
+                       Flex f;
+                       HostTensor doc = test::i32({s.batch, s.seqlen_q});
+                       for (int b = 0; b < s.batch; ++b)
+                         for (int t = 0; t < s.seqlen_q; ++t)
+                           doc.set(b * s.seqlen_q + t, t < 90 + 61 * b ? 0 : t < 260 ? 1 : 2);
+                       f.aux.push_back(doc);
+                       f.mask_mod = "aux0(b, q_idx) == aux0(b, kv_idx) && q_idx >= kv_idx";
+                       f.ref.visible = [doc](int64_t b, int64_t, int64_t i, int64_t j) {
+                         const int64_t n = doc.shape()[1];
+                         return doc.get(b * n + i) == doc.get(b * n + j) && i >= j;
+                       };
+                       return f;
+                     }});
+      out.push_back({tag + "_alibi", shape(1, 257, 301, 8, 2, hd, dt), [](const WorkloadSpec& s) {
+                       Flex f;
+                       HostTensor slopes = test::f32({s.heads_q});
+                       for (int h = 0; h < s.heads_q; ++h) slopes.set(h, std::exp2(-8.0 * (h + 1) / s.heads_q));
+                       f.aux.push_back(slopes);
+                       f.score_mod = "score + aux0(h) * (kv_idx - q_idx)";
+                       f.ref.score = [slopes](double x, int64_t, int64_t h, int64_t i, int64_t j) {
+                         return x + slopes.get(h) * double(j - i);
+                       };
+                       return f;
+                     }});
+      out.push_back({tag + "_softcap", shape(2, 200, 200, 2, 2, hd, dt), [](const WorkloadSpec&) {
+                       Flex f;
+                       f.scalars = {20.0f};
+                       f.score_mod = "scalar0 * tanhf(score / scalar0)";
+                       f.ref.score = [](double x, int64_t, int64_t, int64_t, int64_t) {
+                         return 20.0 * std::tanh(x / 20.0);
+                       };
+                       return f;
+                     }});
+      out.push_back({tag + "_relative_bias_causal", shape(1, 256, 256, 2, 2, hd, dt), [](const WorkloadSpec& s) {
+                       Flex f;
+                       HostTensor table = test::f32({s.heads_q, 2 * s.seqlen_q - 1});
+                       std::mt19937_64 rng(5);
+                       table.fill_normal(rng, 0.5);
+                       f.aux.push_back(table);
+                       f.score_mod = "score + aux0(h, q_idx - kv_idx + 255)";
+                       f.mask_mod = "q_idx >= kv_idx";
+                       const int64_t width = table.shape()[1];
+                       f.ref.score = [table, width](double x, int64_t, int64_t h, int64_t i, int64_t j) {
+                         return x + table.get(h * width + (i - j + 255));
+                       };
+                       f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return i >= j; };
+                       return f;
+                     }});
+      out.push_back({tag + "_random_block_sparse", shape(2, 640, 700, 4, 2, hd, dt), [](const WorkloadSpec& s) {
+                       Flex f;
+                       // 128 x 128 blocks (PyTorch's default): skipped, partial (a checkerboard
+                       // mask_mod) or full, drawn per block, one mask for every sequence and head.
+                       const int mq = 5, mk = 6;
+                       std::mt19937 rng(11);
+                       std::vector<int> state(mq * mk);
+                       for (int& st : state) st = static_cast<int>(rng() % 3);
+                       state[0] = 1;
+                       test::set_block_mask(f, s.seqlen_q, s.seqlen_k, 128, 128,
+                                            [state](int m, int n) { return state[m * 6 + n]; });
+                       f.mask_mod = "((q_idx + kv_idx) % 3) != 0";
+                       f.ref.visible = [state](int64_t, int64_t, int64_t i, int64_t j) {
+                         const int st = state[(i / 128) * 6 + j / 128];
+                         return st == 2 || (st == 1 && (i + j) % 3 != 0);
+                       };
+                       return f;
+                     }});
+      {
+        WorkloadSpec s = shape(1, 1, 1, 4, 2, hd, dt);
+        s.seqlens_q = {170, 1, 400};
+        s.seqlens_k = {230, 90, 400};
+        out.push_back({tag + "_varlen", s, [](const WorkloadSpec&) {
+                         Flex f;
+                         f.mask_mod = "kv_idx <= q_idx + 40";
+                         f.score_mod = "score - 0.25f * b";
+                         f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i + 40; };
+                         f.ref.score = [](double x, int64_t b, int64_t, int64_t, int64_t) {
+                           return x - 0.25 * double(b);
+                         };
+                         return f;
+                       }});
+      }
+    }
+  }
+  return out;
+}
+
+double floor_of(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP16 ? 2e-4 : 2e-3; }
+
+class FlexGpu : public ::testing::TestWithParam<FlexCase> {};
+
+TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const FlexCase& c = GetParam();
+  Gpu& gpu = Gpu::get();
+  WorkloadSpec spec = c.spec;
+  spec.seed = std::hash<std::string>{}(c.name);
+  Workload w = gpu_workload(gpu, spec);
+  Flex f = c.make(spec);
+  // The CPU baseline on the same inputs, then the GPU call with the aux tensors on the GPU.
+  Workload host = w;
+  host.desc.device = DLDevice{kDLCPU, 0};
+  host.desc.cuda_arch = 0;
+  f.attach(host.desc);
+  const ReferenceForward ref = reference_forward(host.desc, host.forward_args(), &f.ref);
+  Backend cpu(gpu.registry->load(*gpu.registry->find("flex_attention", "cpu")));
+  ASSERT_EQ(cpu.unsupported_reason(host.desc), "");
+  host.out.fill_nan();
+  host.lse.fill_nan();
+  cpu.forward(host.desc, host.forward_args(), 0);
+  const double base_out = max_abs_error(*host.out.dl(), ref.out), base_lse = max_abs_error(*host.lse.dl(), ref.lse);
+
+  std::vector<DeviceTensor> device_aux, device_mask;
+  for (HostTensor& t : f.aux) device_aux.emplace_back(t, w.desc.device);
+  for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
+    device_mask.emplace_back(t->empty() ? DeviceTensor() : DeviceTensor(*t, w.desc.device));
+  }
+  f.attach(w.desc);
+  f.aux_ptrs.clear();
+  for (DeviceTensor& t : device_aux) f.aux_ptrs.push_back(t.dl());
+  f.block.aux = f.aux_ptrs.data();
+  if (!f.kv_num_blocks.empty()) {
+    f.block.kv_num_blocks = device_mask[0].dl();
+    f.block.kv_indices = device_mask[1].dl();
+    f.block.full_kv_num_blocks = device_mask[2].empty() ? nullptr : device_mask[2].dl();
+    f.block.full_kv_indices = device_mask[3].empty() ? nullptr : device_mask[3].dl();
+  }
+  Backend& flex = *gpu.backend("flex_attention");
+  ASSERT_EQ(flex.unsupported_reason(w.desc), "");
+  const Errors e = run_forward(flex, w, ref);
+  const double fl = floor_of(spec.dtype) * std::max(1.0, max_abs(ref.out));
+  EXPECT_LE(e.out, 2 * base_out + fl) << "out (CPU flex_attention " << base_out << ")";
+  EXPECT_LE(e.lse, 2 * base_lse + 2e-4) << "lse (CPU flex_attention " << base_lse << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Mods, FlexGpu, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<FlexCase>& p) { return p.param.name; });
+
+TEST(FlexGpuRefusals, SoftcapAndUnalignedBlocksAreRefusedWithReasons) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Workload w = gpu_workload(gpu, shape(1, 64, 64, 2, 2, 64, ATTNRT_DTYPE_BF16));
+  Flex f;
+  f.mask_mod = "true";
+  f.attach(w.desc);
+  Backend& flex = *gpu.backend("flex_attention");
+  ASSERT_EQ(flex.unsupported_reason(w.desc), "");
+  w.desc.softcap = 5.0f;
+  EXPECT_NE(flex.unsupported_reason(w.desc).find("softcap"), std::string::npos) << flex.unsupported_reason(w.desc);
+  w.desc.softcap = 0.0f;
+  test::set_block_mask(f, 64, 64, 32, 32, [](int, int) { return 2; });
+  HostTensor* mask[] = {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices};
+  std::vector<DeviceTensor> on_gpu;
+  for (HostTensor* t : mask) on_gpu.emplace_back(*t, w.desc.device);
+  f.attach(w.desc);
+  f.block.kv_num_blocks = on_gpu[0].dl();
+  f.block.kv_indices = on_gpu[1].dl();
+  f.block.full_kv_num_blocks = on_gpu[2].dl();
+  f.block.full_kv_indices = on_gpu[3].dl();
+  EXPECT_NE(flex.unsupported_reason(w.desc).find("multiples of its 128 x 128 tiles"), std::string::npos)
+      << flex.unsupported_reason(w.desc);
+}
+
+}  // namespace
+}  // namespace attnrt::gpu_test
