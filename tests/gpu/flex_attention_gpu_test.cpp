@@ -35,16 +35,7 @@ struct FlexCase {
 void PrintTo(const FlexCase& c, std::ostream* os) { *os << c.name; }
 
 WorkloadSpec shape(int batch, int sq, int sk, int hq, int hkv, int hd, attnrt_dtype dtype) {
-  WorkloadSpec s;
-  s.batch = batch;
-  s.seqlen_q = sq;
-  s.seqlen_k = sk;
-  s.heads_q = hq;
-  s.heads_kv = hkv;
-  s.head_dim = hd;
-  s.dtype = dtype;
-  s.backward = false;
-  return s;
+  return test::flex_shape(batch, sq, sk, hq, hkv, hd, dtype, false);  // forward only on CUDA
 }
 
 std::vector<FlexCase> cases() {

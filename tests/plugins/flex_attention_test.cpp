@@ -60,14 +60,7 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 WorkloadSpec shape(int batch, int sq, int sk, int hq, int hkv, int hd) {
-  WorkloadSpec s;
-  s.batch = batch;
-  s.seqlen_q = sq;
-  s.seqlen_k = sk;
-  s.heads_q = hq;
-  s.heads_kv = hkv;
-  s.head_dim = hd;
-  return s;
+  return test::flex_shape(batch, sq, sk, hq, hkv, hd);
 }
 
 std::vector<Case> cases() {

@@ -6,12 +6,28 @@
 #include <attnrt/plugin_abi.h>
 #include <attnrt/harness/host_tensor.hpp>
 #include <attnrt/harness/reference.hpp>
+#include <attnrt/harness/workload.hpp>
 
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace attnrt::test {
+
+// A padded flex call's shape (varlen cases set seqlens_q / seqlens_k on top).
+inline WorkloadSpec flex_shape(int batch, int sq, int sk, int hq, int hkv, int hd,
+                               attnrt_dtype dtype = ATTNRT_DTYPE_FP32, bool backward = true) {
+  WorkloadSpec s;
+  s.batch = batch;
+  s.seqlen_q = sq;
+  s.seqlen_k = sk;
+  s.heads_q = hq;
+  s.heads_kv = hkv;
+  s.head_dim = hd;
+  s.dtype = dtype;
+  s.backward = backward;
+  return s;
+}
 
 // One flex block with the tensors it points at.
 struct Flex {

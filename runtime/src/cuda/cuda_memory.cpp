@@ -69,16 +69,25 @@ void cuda_synchronize(DLDevice device) {
   d.check(d.cuCtxSynchronize(), "synchronizing the GPU");
 }
 
-double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations, const std::function<void()>& fn) {
+namespace {
+
+// The median of `iterations` event-timed calls of fn on `stream` after `warmup` untimed ones;
+// `before` (may be empty) runs ahead of every call, outside the timed span.
+double median_event_ms(DLDevice device, void* stream, int warmup, int iterations, const std::function<void()>& fn,
+                       const std::function<void()>& before) {
   const cuda::Driver& d = cuda::driver();
   d.make_current(device);
-  for (int i = 0; i < warmup; ++i) fn();
+  for (int i = 0; i < warmup; ++i) {
+    if (before) before();
+    fn();
+  }
   cuda::CUevent start = nullptr, stop = nullptr;
   d.check(d.cuEventCreate(&start, 0), "cuEventCreate");
   d.check(d.cuEventCreate(&stop, 0), "cuEventCreate");
   std::vector<double> ms;
   try {
     for (int i = 0; i < std::max(iterations, 1); ++i) {
+      if (before) before();
       d.check(d.cuEventRecord(start, stream), "cuEventRecord");
       fn();
       d.check(d.cuEventRecord(stop, stream), "cuEventRecord");
@@ -98,42 +107,19 @@ double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations,
   return ms[ms.size() / 2];
 }
 
+}  // namespace
+
+double cuda_median_ms(DLDevice device, void* stream, int warmup, int iterations, const std::function<void()>& fn) {
+  return median_event_ms(device, stream, warmup, iterations, fn, {});
+}
+
 double cuda_median_ms_cold_l2(DLDevice device, void* stream, int warmup, int iterations,
                               const std::function<void()>& fn, CudaBuffer& flush) {
   const cuda::Driver& d = cuda::driver();
-  d.make_current(device);
-  const auto clear = [&] {
+  return median_event_ms(device, stream, warmup, iterations, fn, [&] {
     d.check(d.cuMemsetD8Async(reinterpret_cast<cuda::CUdeviceptr>(flush.data()), 0, flush.size(), stream),
             "clearing the L2 flush buffer");
-  };
-  for (int i = 0; i < warmup; ++i) {
-    clear();
-    fn();
-  }
-  cuda::CUevent start = nullptr, stop = nullptr;
-  d.check(d.cuEventCreate(&start, 0), "cuEventCreate");
-  d.check(d.cuEventCreate(&stop, 0), "cuEventCreate");
-  std::vector<double> ms;
-  try {
-    for (int i = 0; i < std::max(iterations, 1); ++i) {
-      clear();
-      d.check(d.cuEventRecord(start, stream), "cuEventRecord");
-      fn();
-      d.check(d.cuEventRecord(stop, stream), "cuEventRecord");
-      d.check(d.cuEventSynchronize(stop), "waiting for the timed call");
-      float elapsed = 0;
-      d.check(d.cuEventElapsedTime(&elapsed, start, stop), "cuEventElapsedTime");
-      ms.push_back(elapsed);
-    }
-  } catch (...) {
-    d.cuEventDestroy(start);
-    d.cuEventDestroy(stop);
-    throw;
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  });
 }
 
 }  // namespace attnrt
