@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 _DL_CPU = 1
+_DL_CUDA = 2
 
 
 def dlpack(tensor, stream=None):
@@ -51,4 +52,8 @@ def dlpack(tensor, stream=None):
     device_type, _ = tensor.__dlpack_device__()
     if device_type == _DL_CPU or stream is None:
         return tensor.__dlpack__()
+    if device_type == _DL_CUDA and stream == 0:
+        # Handle 0 is CUDA's legacy default stream (what torch.cuda.current_stream().cuda_stream
+        # gives on the default stream), which DLPack spells 1: producers refuse 0 as ambiguous.
+        stream = 1
     return tensor.__dlpack__(stream=stream)

@@ -2,14 +2,16 @@
 
 ``import attnrt.hf`` registers, with transformers' ``AttentionInterface`` and
 ``AttentionMaskInterface``, the name ``attnrt`` (attnrt's ``auto``) and ``attnrt:<value>`` for
-every plugin name, alias or path (``register(value)`` adds any other value), so that
+the built-in plugin names (eager, sdpa, flash_attention_2, flash_attention_3, sink;
+``register(value)`` adds any other name, alias or path), so that
 ``from_pretrained(..., attn_implementation="attnrt:sdpa")`` runs attnrt's kernel. The mask
 function is transformers' FlashAttention one: the model passes the 2-D padding mask (or None).
 
 Keyword arguments are mapped exactly (transformers' names -> attnrt's):
   scaling -> softmax_scale; is_causal (default module.is_causal) -> causal;
   sliding_window W (W visible keys) -> window_left W - 1 (and causal); softcap -> softcap;
-  s_aux -> sinks; dropout must be 0 (attnrt's CPU plugins have no dropout);
+  s_aux -> sinks (gpt-oss; a bf16/fp16 parameter is converted to the ABI's float32);
+  dropout must be 0 (attnrt's CPU plugins have no dropout);
   a 2-D padding mask [batch, seq_k] -> each sequence's valid tokens (right or left padding).
 Anything else attnrt cannot honour (packed-sequence kwargs, head masks, output_attentions=True,
 an unknown keyword) raises with its name instead of being dropped. Input is transformers'
@@ -91,5 +93,5 @@ def register(value: str = "auto") -> str:
     return name
 
 
-for _value in ("auto", "eager", "sdpa", "flash_attention_2", "flash_attention_3"):
+for _value in ("auto", "eager", "sdpa", "flash_attention_2", "flash_attention_3", "sink"):
     register(_value)

@@ -171,11 +171,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
     q [batch, seqlen_q, heads_q, head_dim], k/v [batch, seqlen_k, heads_kv, head_dim(_v)] (last
     dimension contiguous; other strides free); returns out [batch, seqlen_q, heads_q, head_dim_v]
     and, with return_lse, lse [batch, heads_q, seqlen_q] float32. window_left/right: keys visible
-    left/right of the (bottom-right aligned) diagonal, -1 unlimited; sinks [heads_q] float32.
+    left/right of the (bottom-right aligned) diagonal, -1 unlimited; sinks [heads_q] float32 (another
+    floating dtype is converted to float32, its gradient comes back in that dtype).
     An argument the plugin cannot honour raises attnrt.UnsupportedError with the reason."""
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    if sinks is not None and sinks.dtype != torch.float32:
+        # A model cast to bf16/fp16 casts gpt-oss's sinks parameter too; the ABI takes float32.
+        # The conversion is exact, and autograd casts dsinks back to the parameter's dtype.
+        sinks = sinks.float()
     out, lse = torch.ops.attnrt.forward(q, k, v, sinks, implementation, float(softmax_scale), bool(causal),
                                         int(window_left), int(window_right), float(softcap))
     return (out, lse) if return_lse else out
