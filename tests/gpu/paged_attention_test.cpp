@@ -1,6 +1,7 @@
 // paged_attention on the GPU against FlashAttention's rule (gpu.md): its error against the fp64
 // reference, computed on a non-paged copy of the same data (paged_case.hpp), is at most 2x CUDA
-// eager's on the same paged call, plus a small floor; NaN never passes (unused pages and the
+// eager's on the same paged call, plus a small floor, and where flash_attention_2 takes the case,
+// its output on the same data, not paged, agrees within that rule; NaN never passes (unused pages and the
 // tails of partly used pages hold NaN, block tables are -1 padded, outputs are poisoned). Cases:
 // fp16/bf16 x the compiled head dims x {decode, multi-token decode, padded and varlen chunked
 // prefill} x page sizes 1/16/64/256 x GQA 1-16, sliding window, softcap, sinks, sequence lengths
@@ -11,6 +12,7 @@
 #include "gpu_support.hpp"
 #include "paged_case.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -183,6 +185,23 @@ TEST_P(PagedGpu, WithinTwiceEagerOfTheReference) {
   const Errors got = paged_errors(*paged, c, ref);
   expect_within("out", got.out, base.out, 1e-4);
   expect_within("lse", got.lse, base.lse, 1e-4);
+
+  // attnrt's flash kernel on the same data, not paged (the dense varlen call the reference ran):
+  // where flash_attention_2 takes the case, the two outputs agree within the same rule, plus one
+  // unit in the last place of the largest output (each kernel rounds its fp32 result to the
+  // dtype on its own, so two correct outputs may sit one ulp apart).
+  auto flash = gpu.backend("flash_attention_2");
+  if (flash->unsupported_reason(c.dense.desc).empty()) {
+    const std::vector<double> paged_out = test::values(c.paged.out);
+    DeviceWorkload dw(c.dense, c.dense.desc.device);
+    const Errors fa2 = forward_errors(*flash, c.dense, dw, ref);
+    expect_within("flash_attention_2 out", fa2.out, base.out, 1e-4);
+    double largest = 0;
+    for (double x : ref.out) largest = std::max(largest, std::fabs(x));
+    const double ulp = largest * std::ldexp(1.0, c.paged.desc.dtype == ATTNRT_DTYPE_BF16 ? -7 : -10);
+    expect_within("paged vs flash_attention_2 out", test::max_error(paged_out, test::values(c.dense.out)), base.out,
+                  ulp + 1e-4);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PagedGpu, ::testing::ValuesIn(cases()),

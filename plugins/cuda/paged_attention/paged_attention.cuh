@@ -7,12 +7,12 @@
 // block of 8 rows and every KV page is read once for all the query heads that share it
 // (FlashInfer's and FlashAttention's "pack GQA"). The block walks the key tiles its rows see
 // (the policy's key_blocks: causal / sliding window) within its split's share of the sequence:
-//   - K and V tiles of kKeys tokens are gathered from their pages by cp.async through
-//     block_table into a ring of kStages buffers; each thread copies 16-byte chunks of fixed
-//     columns down the tile's rows, and reads the block-table entries of the next tile to copy
-//     while tile t is computed, so the page lookup (a dependent global load) never stalls the
-//     copies; tokens at or past seqused_k are zero-filled, never read, so block_table entries
-//     past the used pages are never touched (-1 padding is safe);
+//   - K and V tiles of kKeys tokens are gathered from their pages by cp.async (with L2's
+//     256-byte prefetch) through block_table into a ring of kStages buffers; each thread copies
+//     16-byte chunks of fixed columns down the tile's rows, and reads the block-table entries of
+//     the next tile to copy while tile t is computed, so the page lookup (a dependent global
+//     load) never stalls the copies; tokens at or past seqused_k are zero-filled, never read, so
+//     block_table entries past the used pages are never touched (-1 padding is safe);
 //   - the products on tensor cores (mma.sync m16n8k16, fp32 accumulators): decode reads each key
 //     once and is bound by the cache's bytes, but on CUDA cores a GQA-8 step costs 4 FMAs per
 //     byte read (S and P V for 8 query heads), close to the SMs' issue limit at HBM speed; as an
@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
         ks += pages[ps] * p.k.page_stride + slot * p.k.row_stride;
         vs += pages[ps] * p.v.page_stride + slot * p.v.row_stride;
       }
-      cp_async_16(dk + ps * G::kRowsPerPass * S, ks, valid);
-      cp_async_16(dv + ps * G::kRowsPerPass * S, vs, valid);
+      cp_async_16_prefetch_256(dk + ps * G::kRowsPerPass * S, ks, valid);
+      cp_async_16_prefetch_256(dv + ps * G::kRowsPerPass * S, vs, valid);
     }
   };
 

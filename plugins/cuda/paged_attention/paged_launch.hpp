@@ -24,7 +24,8 @@ constexpr int kKeys = kWarps * kWarpKeys;
 // 3 stages (2 blocks per SM at head_dim 128) rather than 2 (3 blocks per SM): in one H100 call
 // the ring of 3 streamed 4-6% more on 64 x 2k decode, 1-4% more on 1 x 64k, the same on 16 x 8k
 // and 1-3% less on 256 x 1k (bench/results/paged-decode-2026-11-23/: decode_bench.csv, 2 stages,
-// vs decode_bench_stages3.csv).
+// vs decode_bench_stages3.csv). Deeper rings at one block per SM (6 stages: 0.70-0.78x) and
+// 8 warps per block (-1%) were slower too (bench/results/paged-decode-2026-11-24/experiments/).
 constexpr int kStages = 3;
 constexpr int kMaxSplits = 128;  // the most split-KV shares the combine kernel merges
 
@@ -37,8 +38,10 @@ cudaError_t run_attention(const PagedParams& p, bool bf16, cudaStream_t stream);
 template <class Policy, int HD>
 int blocks_per_sm(bool bf16);
 
-// Merges p.num_splits partial results into out and lse (FlashDecoding's reduction).
-cudaError_t run_combine(const PagedParams& p, bool bf16, cudaStream_t stream);
+// Merges p.num_splits partial results into out and lse (FlashDecoding's reduction), right
+// after run_attention on the same stream; `dependent_launch` (sm_90 and later only) lets it
+// start as a programmatic dependent of that launch.
+cudaError_t run_combine(const PagedParams& p, bool bf16, bool dependent_launch, cudaStream_t stream);
 
 // Writes new tokens into the paged cache through a slot mapping.
 cudaError_t run_append(const AppendParams& p, bool bf16, cudaStream_t stream);

@@ -166,7 +166,9 @@ class PagedAttentionPlugin {
                              : cuda::paged::run_attention<cuda::StandardScores, kHd>(p, bf16, stream),
                  "paged_attention forward");
     });
-    if (p.num_splits > 1) check_cuda(cuda::paged::run_combine(p, bf16, stream), "paged_attention split-KV combine");
+    if (p.num_splits > 1) {
+      check_cuda(cuda::paged::run_combine(p, bf16, d.cuda_arch >= 90, stream), "paged_attention split-KV combine");
+    }
   }
 
   void append_kv(const attnrt_attention_desc& d, const attnrt_append_kv_args& a, const attnrt_exec& e) {

@@ -95,6 +95,14 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
                "r"(valid ? 16 : 0));
 }
 
+// cp_async_16 that also has L2 fetch the 256-byte block around `gmem` from DRAM (PTX's
+// .L2::256B prefetch size): for streams read once in rows of 256 bytes or more, such as a decode
+// step's KV cache (paged_attention: +1-2% bandwidth on the H100, bench/results/paged-decode-2026-11-24/).
+__device__ __forceinline__ void cp_async_16_prefetch_256(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int N>
