@@ -70,16 +70,19 @@ int64_t row_blocks(const attnrt_attention_desc& d) {
 //   - each split costs a partial row per query row (written, then read by the combine kernel)
 //     and the combine: 256 x 1k (5.2 rounds) streamed 2.76 TB/s unsplit, 2.59 split 4 ways.
 // So: unsplit when the grid fills two rounds or its rounds are 90% full; else the smallest
-// count whose rounds are at least 90% full (the best one if none is), never more than the
+// count whose rounds are at least 96% full (the best one if none is), never more than the
 // tiles of the longest sequence allow (at least 2 tiles a split), kMaxSplits or one slot each.
+// (96%, not 90%: with swizzled K/V rows a 1 x 64k step at GQA 4-8 took 0.1130-0.1151 ms in 32
+// splits of 32 tiles (forced as 33), and 0.1140-0.1169 ms in the 30 that 90% chose, pages 16
+// and 64; bench/results/paged-decode-2026-11-24/experiments/call12/. 16 x 8k keeps its 2.)
 int heuristic_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t tiles) {
-  constexpr double kFull = 0.9;
+  constexpr double kUnsplit = 0.9, kFull = 0.96;
   const double slots = double(sms) * std::max(blocks_per_sm, 1);
   auto efficiency = [&](int s) {
     const double rounds = double(blocks) * s / slots;
     return rounds / std::ceil(rounds);
   };
-  if (double(blocks) >= 2 * slots || efficiency(1) >= kFull) return 1;
+  if (double(blocks) >= 2 * slots || efficiency(1) >= kUnsplit) return 1;
   const int max_splits = int(std::min<int64_t>({kMaxSplits, std::max<int64_t>(tiles / 2, 1), int64_t(slots)}));
   int best = 1;
   for (int s = 1; s <= max_splits; ++s) {

@@ -17,6 +17,8 @@
 
 #include <attnrt_cuda/warp_mma.cuh>
 
+#include <type_traits>
+
 namespace attnrt::cuda {
 
 // Per-lane ldmatrix coordinates of a B operand: rows are n (non-transposed) or k (transposed).
@@ -49,10 +51,28 @@ struct SmemA {
   }
 };
 
+// Where element (row, col) of a shared-memory B tile lies, col a multiple of 8 (one 16-byte
+// chunk): PaddedRows, rows of SB elements (tile.cuh's padding keeps ldmatrix conflict-free);
+// SwizzledRows, unpadded rows of W elements whose 16-byte chunks are XOR-swizzled by the row
+// (chunk c of row r at c ^ (r % 8) within its 128-byte group: CUTLASS's Swizzle<3, 3, 3>), so
+// rows start 128-byte aligned, as whole-row cp.async copies want, and ldmatrix's 8 rows of one
+// chunk still fall in 8 different bank groups.
+template <int SB>
+struct PaddedRows {
+  __device__ __forceinline__ static int offset(int row, int col) { return row * SB + col; }
+};
+template <int W>
+struct SwizzledRows {
+  static_assert(W % 64 == 0, "rows of whole 128-byte groups of 16-bit elements");
+  __device__ __forceinline__ static int offset(int row, int col) {
+    return row * W + (col & ~63) + ((((col >> 3) ^ row) & 7) << 3);
+  }
+};
+
 // acc (16 MT x N) += A (16 MT x K) * B (K x N) with B in shared memory and A from `load_a`
 // (load_a(kk, frags) fills the k16 slice kk: SmemA, or fragments held in registers). `b`: element
-// (k 0, n 0) of the B tile, SB its row stride; kB: B stored as N rows of K (kRowMajor: the "col"
-// operand of mma) or as K rows of N.
+// (k 0, n 0) of the B tile, SB its row stride (or Rows its layout); kB: B stored as N rows of K
+// (kRowMajor: the "col" operand of mma) or as K rows of N.
 // Software-pipelined one fragment ahead: the next B fragment (and at the start of each k16 slice
 // the next slice's A fragments) is loaded before the current products, so an ldmatrix's latency
 // hides behind 2 MT products instead of stalling the next ones. ldmatrix is volatile asm (it
@@ -66,7 +86,8 @@ struct NoStep {
   __device__ void operator()(int) const {}
 };
 
-template <class T, int MT, int K, int N, Layout kB, int SB, class LoadA, class AfterStep = NoStep>
+template <class T, int MT, int K, int N, Layout kB, int SB, class LoadA, class AfterStep = NoStep,
+          class Rows = PaddedRows<SB>>
 __device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA& load_a, const T* b, int lane,
                                         const AfterStep& after_step = {}) {
   static_assert(K % 16 == 0 && N % 16 == 0, "k16 steps, n16 fragment pairs");
@@ -74,10 +95,17 @@ __device__ __forceinline__ void gemm_xs(float (&acc)[MT][N / 8][4], const LoadA&
   const BLane bl = kB == Layout::kRowMajor ? BLane::plain(lane) : BLane::trans(lane);
   auto load_b = [&](uint32_t(&f)[4], int step) {
     const int kk = step / kPairs, np = step % kPairs;
-    if constexpr (kB == Layout::kRowMajor) {
+    // (Padded rows keep the pointer arithmetic they always had: the same PTX for every kernel
+    // written before SwizzledRows.)
+    constexpr bool kPadded = std::is_same_v<Rows, PaddedRows<SB>>;
+    if constexpr (kB == Layout::kRowMajor && kPadded) {
       ldmatrix_x4(f, b + (np * 16 + bl.row) * SB + kk * 16 + bl.col);
-    } else {
+    } else if constexpr (kB == Layout::kRowMajor) {
+      ldmatrix_x4(f, b + Rows::offset(np * 16 + bl.row, kk * 16 + bl.col));
+    } else if constexpr (kPadded) {
       ldmatrix_x4_trans(f, b + (kk * 16 + bl.row) * SB + np * 16 + bl.col);
+    } else {
+      ldmatrix_x4_trans(f, b + Rows::offset(kk * 16 + bl.row, np * 16 + bl.col));
     }
   };
   uint32_t af[2][MT][4], bf[2][4];
