@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -136,6 +138,43 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+// The error of dsinks computed the way every flash backward must (FlashAttention-4's learnable-sink
+// backward): from D_i = rowsum(dO_i * O_i) with O as a forward stored it (`out`, in the call's
+// dtype), summed exactly. CUDA eager keeps its own O in fp32, so its dsinks error is no baseline
+// for a kernel that reads the stored O: summed over every row of a head, the rounding of O
+// (bf16: 2^-9) dominates. With the reference's O rounded to the dtype this is the error the
+// rounding alone brings; with the kernel's own stored O, the error its forward (checked on its
+// own under the rule) hands to its backward.
+inline double dsinks_error_from_out(const Workload& w, const HostTensor& out, const ReferenceForward& ref,
+                                    const ReferenceBackward& gref) {
+  const attnrt_attention_desc& d = w.desc;
+  const bool varlen = d.is_varlen != 0;
+  const int64_t rows = varlen ? w.q.shape()[0] : int64_t(d.batch) * d.seqlen_q;  // query tokens
+  const int hq = d.heads_q, dv = d.head_dim_v;
+  const float* sinks = static_cast<const float*>(w.sinks.data());
+  double worst = 0;
+  for (int h = 0; h < hq; ++h) {
+    double dsink = 0;
+    for (int64_t t = 0; t < rows; ++t) {
+      const int64_t lse_at =
+          varlen ? int64_t(h) * rows + t : (t / d.seqlen_q * hq + h) * int64_t(d.seqlen_q) + t % d.seqlen_q;
+      const double lse = ref.lse[size_t(lse_at)];
+      if (std::isinf(lse) && lse < 0) continue;
+      double dd = 0;
+      for (int c = 0; c < dv; ++c) dd += w.dout.get((t * hq + h) * dv + c) * out.get((t * hq + h) * dv + c);
+      dsink -= std::exp(double(sinks[h]) - lse) * dd;
+    }
+    if (std::isfinite(sinks[h])) worst = std::max(worst, std::abs(dsink - gref.dsinks[size_t(h)]));
+  }
+  return worst;
+}
+
+inline double stored_out_dsinks_error(const Workload& w, const ReferenceForward& ref, const ReferenceBackward& gref) {
+  HostTensor out(w.out.shape(), w.out.dtype());  // the reference output, rounded to the dtype
+  for (int64_t i = 0; i < out.numel(); ++i) out.set(i, ref.out[size_t(i)]);
+  return dsinks_error_from_out(w, out, ref, gref);
+}
 
 // FlashAttention's rule: candidate <= 2 * baseline + floor; NaN fails (comparisons are false).
 inline void expect_within(const char* what, double candidate, double baseline, double floor) {

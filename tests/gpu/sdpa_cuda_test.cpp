@@ -130,7 +130,12 @@ void check_sdpa(Prepared& p) {
   ASSERT_EQ(p.unsupported, "");
   const Errors base = run(*gpu.backend("eager"), w, ref, gref);
   const double floor = w.desc.dtype == ATTNRT_DTYPE_BF16 ? 1e-2 : 1e-3;
+  // dsinks reads the stored O (in the dtype), as every flash backward does: its baseline is also
+  // the error that rounding alone brings (gpu_support.hpp, stored_out_dsinks_error).
+  const double stored_out_dsinks = w.desc.has_sinks ? stored_out_dsinks_error(w, ref, gref) : 0.0;
+  // (With sinks the deterministic backward is refused: RefusesWithReasons.)
   for (int deterministic : {0, 1}) {
+    if (deterministic && w.desc.has_sinks) continue;
     SCOPED_TRACE(deterministic ? "deterministic backward" : "backward");
     w.desc.deterministic = deterministic;
     const Errors got = run(sdpa, w, ref, gref);
@@ -139,8 +144,16 @@ void check_sdpa(Prepared& p) {
     expect_within("dq", got.dq, base.dq, floor);
     expect_within("dk", got.dk, base.dk, floor);
     expect_within("dv", got.dv, base.dv, floor);
+    if (w.desc.has_sinks) {
+      const double own_out_dsinks = dsinks_error_from_out(w, w.out, ref, gref);
+      expect_within("dsinks", got.dsinks, std::max({base.dsinks, stored_out_dsinks, own_out_dsinks}), floor);
+    }
     testing::Test::RecordProperty(deterministic ? "err_dq_deterministic" : "err_dq",
                                   fmt::format("{:.3g} (eager {:.3g})", got.dq, base.dq));
+  }
+  if (w.desc.has_sinks) {
+    w.desc.deterministic = 0;
+    return;
   }
   w.desc.deterministic = 1;
   DeviceWorkload dw(w, w.desc.device);
@@ -243,6 +256,28 @@ std::vector<Case> sdpa_grid() {
       s.causal = true;
       cases.push_back({fmt::format("{}_hd128_v64_causal", dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16"), s});
     }
+    // gpt-oss's attention: sinks with GQA, causal, and a sliding window (128 keys there).
+    for (int hd : {64, 128}) {
+      const std::string p = fmt::format("{}_hd{}_sinks_", dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16", hd);
+      {
+        WorkloadSpec s = shape(dt, hd, 2, 256, 256, 8, 2);
+        s.sinks = true;
+        cases.push_back({p + "plain_256", s});
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 2, 200, 300, 8, 1);
+        s.sinks = true;
+        s.causal = true;
+        cases.push_back({p + "gqa8_causal_bottom_right_200x300", s});
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 1, 320, 320, 8, 2);
+        s.sinks = true;
+        s.causal = true;
+        s.window_left = 127;
+        cases.push_back({p + "causal_window_127", s});
+      }
+    }
   }
   return cases;
 }
@@ -258,6 +293,9 @@ TEST(SdpaCudaRandom, TwoHundredCasesMatchEagerRule) {
   if (std::string why = sdpa_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   std::mt19937 rng(20261124);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Sinks from a stream of their own (the shapes' stream stays as it was validated): a third of
+  // the cases that cuDNN takes them with, more than one query row and not varlen (cuDNN 9.26+).
+  std::mt19937 sink_rng(20261125);
   std::vector<Case> cases;
   for (int c = 0; c < 200; ++c) {
     const attnrt_dtype dt = pick(0, 1) ? ATTNRT_DTYPE_BF16 : ATTNRT_DTYPE_FP16;
@@ -286,10 +324,11 @@ TEST(SdpaCudaRandom, TwoHundredCasesMatchEagerRule) {
       if (*std::max_element(s.seqlens_k.begin(), s.seqlens_k.end()) == 1) s.seqlens_k[0] = 2;  // as above
       s.seqlen_q = s.seqlen_k = 0;
     }
+    s.sinks = std::uniform_int_distribution<int>(0, 2)(sink_rng) == 0 && s.seqlens_q.empty() && sq > 1;
     cases.push_back({fmt::format("random case {}: {} hd {} batch {} sq {} sk {} heads {}/{} causal {} window {} {} "
-                                 "varlen {}",
+                                 "varlen {} sinks {}",
                                  c, dt == ATTNRT_DTYPE_BF16 ? "bf16" : "fp16", hd, batch, sq, sk, hkv * group, hkv,
-                                 s.causal, s.window_left, s.window_right, !s.seqlens_q.empty()),
+                                 s.causal, s.window_left, s.window_right, !s.seqlens_q.empty(), s.sinks),
                      s});
   }
   Backend& sdpa = *Gpu::get().backend("sdpa");
@@ -396,7 +435,37 @@ TEST(SdpaCuda, RefusesWithReasons) {
   };
   refused([](attnrt_attention_desc& d) { d.softcap = 2.0f; }, "softcap");
   refused([](attnrt_attention_desc& d) { d.has_alibi = 1; }, "ALiBi");
-  refused([](attnrt_attention_desc& d) { d.has_sinks = 1; }, "sinks");
+  // Sinks are cuDNN's sink_token, except where its validation refuses them: one query row
+  // (its "decode only" mode), and varlen before cuDNN 9.26 (its ragged backward).
+  EXPECT_EQ(sdpa.unsupported_reason([&] {
+    attnrt_attention_desc d = w.desc;
+    d.has_sinks = 1;
+    return d;
+  }()),
+            "");
+  refused(
+      [](attnrt_attention_desc& d) {
+        d.has_sinks = 1;
+        d.seqlen_q = 1;
+      },
+      "sink_token");
+  refused(
+      [](attnrt_attention_desc& d) {
+        d.has_sinks = 1;
+        d.deterministic = 1;
+      },
+      "deterministic backward with sinks");
+  {
+    Workload v = gpu_workload(gpu, [] {
+      WorkloadSpec s = shape(ATTNRT_DTYPE_BF16, 64, 2, 0, 0, 4, 2);
+      s.seqlens_q = {30, 64};
+      s.seqlens_k = {40, 64};
+      s.sinks = true;
+      return s;
+    }());
+    const std::string why = sdpa.unsupported_reason(v.desc);
+    EXPECT_TRUE(why.empty() || why.find("sinks with varlen need cuDNN 9.26") != std::string::npos) << why;
+  }
   refused([](attnrt_attention_desc& d) { d.dtype = ATTNRT_DTYPE_FP32; }, "dtype fp32");
   refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 320; }, "head_dim 320");
   refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 20; }, "multiples of 8");

@@ -149,8 +149,8 @@ TEST(SdpaCudaPlugin, SharesTheNameWithTheCpuPlugin) {
   EXPECT_NE(cuda->library, cpu->library);
 }
 
-// Refusals that hold on any machine: the capabilities' gaps (softcap, ALiBi, sinks, paged KV,
-// dropout, fp32, head_dim > 256) each with its reason.
+// Refusals that hold on any machine: the capabilities' gaps (softcap, ALiBi, paged KV, dropout,
+// fp32, head_dim > 256) each with its reason. (Sinks are advertised: cuDNN's sink_token.)
 TEST(SdpaCudaPlugin, RefusesWhatCuDnnCannotComputeExactly) {
   std::shared_ptr<Backend> b = cuda_sdpa();
   auto refused = [&](auto mutate, const char* needle) {
@@ -161,7 +161,6 @@ TEST(SdpaCudaPlugin, RefusesWhatCuDnnCannotComputeExactly) {
   };
   refused([](attnrt_attention_desc& d) { d.softcap = 30.0f; }, "softcap");
   refused([](attnrt_attention_desc& d) { d.has_alibi = 1; }, "ALiBi");
-  refused([](attnrt_attention_desc& d) { d.has_sinks = 1; }, "sinks");
   refused(
       [](attnrt_attention_desc& d) {
         d.is_paged = 1;

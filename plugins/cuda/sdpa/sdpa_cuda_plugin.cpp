@@ -7,11 +7,14 @@
 // and head_dim_v multiples of 8 up to 256 (cuDNN decides per version and GPU; its reason is
 // passed on), GQA/MQA, bottom-right causal, sliding window (left and right), varlen through
 // padding masks and ragged offsets, LSE (cuDNN's Stats), forward and backward, deterministic
-// backward (cuDNN's deterministic algorithm). Refused with a reason, never approximated:
-// softcap (cuDNN's fused kernels have no tanh cap: the score_mod graph would drop the masks),
-// ALiBi (cuDNN's alibi_mask uses its own fixed slopes, not the caller's), sinks and paged KV
-// (not mapped onto cuDNN's sink token and page tables yet), dropout (cuDNN's Philox stream is
-// not the ABI's), fp32 (the fused engines take fp16/bf16).
+// backward (cuDNN's deterministic algorithm), sinks (cuDNN 9.13+: its sink_token and
+// dsink_token, forward and backward; not with the deterministic backward, whose dsink_token
+// differs between repeats). Refused with a reason, never approximated: softcap
+// (cuDNN's fused kernels have no tanh cap: the score_mod graph would drop the masks), ALiBi
+// (cuDNN's alibi_mask uses its own fixed slopes, not the caller's), paged KV (not mapped onto
+// cuDNN's page tables yet), dropout (cuDNN's Philox stream is not the ABI's), fp32 (the fused
+// engines take fp16/bf16), and what cuDNN's own validation rejects (e.g. sinks with one query
+// row, sinks with varlen before cuDNN 9.26: its reason is passed on).
 #include "cudnn_library.hpp"
 #include "sdpa_cudnn_graphs.hpp"
 #include "sdpa_graph_key.hpp"
@@ -83,7 +86,7 @@ class SdpaCudaPlugin {
                          .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
                          .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
                                      ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
-                                     ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V,
+                                     ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V | ATTNRT_FEATURE_SINKS,
                          .min_head_dim = 8,
                          .max_head_dim = 256,
                          .min_cuda_arch = 80});
@@ -112,6 +115,20 @@ class SdpaCudaPlugin {
              ": cuDNN's fused attention has no backward for seqlen_q = seqlen_k = 1 (one query, one key; "
              "cuDNN frontend: \"s_q = s_kv = 1 is not supported.\")";
     }
+    // Sinks with ragged (varlen) tensors: cuDNN's forward builds, its backward reads out of
+    // bounds before 9.26 (the frontend refuses that backward graph), so the call is refused here.
+    if (d.has_sinks && d.is_varlen && lib.version < 92600) {
+      return lib.version_string() +
+             ": sinks with varlen need cuDNN 9.26 or newer (the backward of ragged graphs with a sink token reads out "
+             "of bounds before it; cuDNN frontend)";
+    }
+    // cuDNN's dsink_token is reduced in no fixed order, even with its deterministic algorithm:
+    // two backward calls differed in dsinks on the H100 (bench/results/sdpa-cudnn-sinks-2026-11-24/).
+    if (d.has_sinks && d.deterministic) {
+      return lib.version_string() +
+             ": deterministic backward with sinks is not offered (cuDNN's dsink_token reduction differs between "
+             "repeats)";
+    }
     return graph_support_reason(forward_key(d, nullptr));
   }
 
@@ -137,6 +154,10 @@ class SdpaCudaPlugin {
     p.k = data_of(a.k);
     p.v = data_of(a.v);
     p.out = data_of(a.out);
+    if (d.has_sinks) {
+      cuda::detail::require_compact("sinks", a.sinks);
+      p.sinks = static_cast<const float*>(data_of(a.sinks));
+    }
     if (d.return_lse) {
       cuda::detail::require_compact("lse", a.lse);
       p.stats = static_cast<float*>(data_of(a.lse));
@@ -173,6 +194,12 @@ class SdpaCudaPlugin {
     p.dk = data_of(a.dk);
     p.dv = data_of(a.dv);
     p.stats = static_cast<float*>(data_of(a.lse));
+    if (d.has_sinks) {
+      cuda::detail::require_compact("sinks", a.sinks);
+      cuda::detail::require_compact("dsinks", a.dsinks);
+      p.sinks = static_cast<const float*>(data_of(a.sinks));
+      p.dsinks = static_cast<float*>(data_of(a.dsinks));
+    }
     if (d.is_varlen) {
       prepare_varlen(d, a, s, ws, p, {a.q, a.k, a.v, a.out, a.dout, a.dq, a.dk, a.dv}, stream);
       float* padded = reinterpret_cast<float*>(ws + s.stats);

@@ -45,7 +45,9 @@ enum Uid : int64_t {
   kRaggedDO,
   kRaggedDQ,
   kRaggedDK,
-  kRaggedDV
+  kRaggedDV,
+  kSink,
+  kDSink
 };
 
 sdk::Error unsupported(const std::string& why) {
@@ -121,6 +123,15 @@ struct Builder {
                          .set_stride({k.heads_q * k.seqlen_q, k.seqlen_q, 1, 1})
                          .set_data_type(fe::DataType_t::FLOAT));
   }
+  // A per-head float32 vector as cuDNN's [1, h_q, 1, 1] (sink_token, dsink_token).
+  TensorPtr head_vector(const char* name, int64_t uid) {
+    return g->tensor(fe::graph::Tensor_attributes()
+                         .set_name(name)
+                         .set_uid(uid)
+                         .set_dim({1, k.heads_q, 1, 1})
+                         .set_stride({k.heads_q, 1, 1, 1})
+                         .set_data_type(fe::DataType_t::FLOAT));
+  }
   float scale() const {
     const uint32_t bits = static_cast<uint32_t>(k.scale_bits);
     float f;
@@ -153,6 +164,7 @@ struct Builder {
     ragged(v, "ragged_v", kRaggedV);
     auto attrs = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(k.stats != 0).set_attn_scale(scale());
     masks(attrs);
+    if (k.sinks) attrs.set_sink_token(head_vector("sink", kSink));
     auto [o, stats] = g->sdpa(q, kt, v, attrs);
     o->set_output(true)
         .set_uid(kO)
@@ -183,6 +195,7 @@ struct Builder {
     auto attrs = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(scale());
     masks(attrs);
     if (k.deterministic) attrs.set_deterministic_algorithm(true);
+    if (k.sinks) attrs.set_sink_token(head_vector("sink", kSink)).set_dsink_token(head_vector("dsink", kDSink));
     auto [dq, dk, dv] = g->sdpa_backward(q, kt, v, o, dout, stats, attrs);
     dq->set_output(true)
         .set_uid(kDQ)
@@ -351,6 +364,10 @@ void graph_execute(const GraphKey& key, const GraphPointers& p, void* workspace,
   put(kDQ, p.dq);
   put(kDK, p.dk);
   put(kDV, p.dv);
+  if (key.sinks) {
+    put(kSink, p.sinks);
+    if (key.backward) put(kDSink, p.dsinks);
+  }
   if (key.varlen) {
     put(kSeqQ, p.seq_len_q);
     put(kSeqKV, p.seq_len_kv);

@@ -50,6 +50,7 @@ GraphKey common(const attnrt_attention_desc& d, bool backward) {
   k.right_bound = right >= 0 ? right : -1;
   k.left_bound = d.window_left >= 0 ? int64_t(d.window_left) + 1 : -1;
   k.varlen = d.is_varlen ? 1 : 0;
+  k.sinks = d.has_sinks ? 1 : 0;
   k.device = d.device.device_id;
   k.sm = d.cuda_arch;
   return k;
@@ -103,6 +104,7 @@ std::string describe(const GraphKey& k) {
   if (k.varlen) s += " varlen";
   if (k.stats) s += " stats";
   if (k.deterministic) s += " deterministic";
+  if (k.sinks) s += " sinks";
   s += " sm_" + std::to_string(k.sm) + " cuda:" + std::to_string(k.device);
   return s;
 }

@@ -13,6 +13,9 @@
 //   varlen        -> padding mask with per-sequence lengths and ragged offsets (b strides unused)
 //   return_lse    -> generate_stats (Stats, natural log, float32)
 //   deterministic -> SDPA_backward_attributes::set_deterministic_algorithm(true)
+//   sinks         -> sink_token [1, h_q, 1, 1] float32 (cuDNN 9.13+: a per-head logit in every
+//                    row's softmax max and sum, so Stats include it, as the ABI's lse does);
+//                    backward also dsink_token [1, h_q, 1, 1], reduced over batch and rows
 #pragma once
 
 #include <attnrt/plugin_abi.h>
@@ -44,6 +47,7 @@ struct GraphKey {
   int64_t varlen = 0;
   int64_t stats = 0;          // forward: generate_stats
   int64_t deterministic = 0;  // backward: deterministic algorithm
+  int64_t sinks = 0;          // sink_token (and, backward, dsink_token)
   int64_t device = 0, sm = 0;
   Strides q, k, v, out;      // forward and backward
   Strides dout, dq, dk, dv;  // backward only
