@@ -1,12 +1,13 @@
 // paged_attention on the GPU against FlashAttention's rule (gpu.md): its error against the fp64
 // reference, computed on a non-paged copy of the same data (paged_case.hpp), is at most 2x CUDA
-// eager's on the same paged call, plus a small floor, and where flash_attention_2 takes the case,
-// its output on the same data, not paged, agrees within that rule; NaN never passes (unused pages and the
-// tails of partly used pages hold NaN, block tables are -1 padded, outputs are poisoned). Cases:
-// fp16/bf16 x the compiled head dims x {decode, multi-token decode, padded and varlen chunked
-// prefill} x page sizes 1/16/64/256 x GQA 1-16, sliding window, softcap, sinks, sequence lengths
-// 1 to 128k in one batch; split-KV forced to several counts equals the unsplit call within the
-// rule; the KV-cache append through a slot mapping.
+// eager's on the same paged call, plus a small floor (and so is sdpa's, cuDNN's paged path, where
+// cuDNN takes the case); where flash_attention_2 takes the case, its output on the same data, not
+// paged, agrees within that rule; NaN never passes (unused pages and the tails of partly used
+// pages hold NaN, block tables are -1 padded, outputs are poisoned). Cases: fp16/bf16 x the
+// compiled head dims x {decode, multi-token decode, padded and varlen chunked prefill} x page
+// sizes 1/16/64/256 x GQA 1-16, sliding window, softcap, sinks, sequence lengths 1 to 128k in one
+// batch; split-KV forced to several counts equals the unsplit call within the rule; the KV-cache
+// append through a slot mapping.
 #include <attnrt/runtime/cuda_memory.hpp>
 
 #include "gpu_support.hpp"
@@ -141,6 +142,19 @@ std::vector<PagedNamed> cases() {
       }
       {
         PagedSpec s;
+        s.q_lens = {1, 1, 1};
+        s.k_lens = {700, 0, 45};
+        add("decode_empty_sequence", s);
+      }
+      {
+        PagedSpec s;
+        s.q_lens = {1, 1};
+        s.k_lens = {0, 900};
+        s.window_left = 127;
+        add("decode_window_empty_sequence", s);
+      }
+      {
+        PagedSpec s;
         s.q_lens = {3, 3};
         s.k_lens = {600, 1500};
         s.window_left = 127;
@@ -185,6 +199,19 @@ TEST_P(PagedGpu, WithinTwiceEagerOfTheReference) {
   const Errors got = paged_errors(*paged, c, ref);
   expect_within("out", got.out, base.out, 1e-4);
   expect_within("lse", got.lse, base.lse, 1e-4);
+  const std::vector<double> paged_out = test::values(c.paged.out);
+
+  // sdpa on cuDNN (its paged path: page tables, forward only) where it takes the case.
+  if (gpu.registry->find("sdpa", "cuda")) {
+    auto sdpa = gpu.backend("sdpa");
+    if (const std::string why = sdpa->unsupported_reason(c.paged.desc); why.empty()) {
+      const Errors cudnn = paged_errors(*sdpa, c, ref);
+      expect_within("sdpa (cuDNN) out", cudnn.out, base.out, 1e-4);
+      expect_within("sdpa (cuDNN) lse", cudnn.lse, base.lse, 1e-4);
+    } else {
+      RecordProperty("sdpa", why);
+    }
+  }
 
   // attnrt's flash kernel on the same data, not paged (the dense varlen call the reference ran):
   // where flash_attention_2 takes the case, the two outputs agree within the same rule, plus one
@@ -192,7 +219,6 @@ TEST_P(PagedGpu, WithinTwiceEagerOfTheReference) {
   // dtype on its own, so two correct outputs may sit one ulp apart).
   auto flash = gpu.backend("flash_attention_2");
   if (flash->unsupported_reason(c.dense.desc).empty()) {
-    const std::vector<double> paged_out = test::values(c.paged.out);
     DeviceWorkload dw(c.dense, c.dense.desc.device);
     const Errors fa2 = forward_errors(*flash, c.dense, dw, ref);
     expect_within("flash_attention_2 out", fa2.out, base.out, 1e-4);

@@ -149,8 +149,9 @@ TEST(SdpaCudaPlugin, SharesTheNameWithTheCpuPlugin) {
   EXPECT_NE(cuda->library, cpu->library);
 }
 
-// Refusals that hold on any machine: the capabilities' gaps (softcap, ALiBi, paged KV, dropout,
-// fp32, head_dim > 256) each with its reason. (Sinks are advertised: cuDNN's sink_token.)
+// Refusals that hold on any machine: the capabilities' gaps (softcap, ALiBi, packed queries over
+// a paged cache, dropout, fp32, head_dim > 256) each with its reason. (Sinks and paged KV are
+// advertised: cuDNN's sink_token and page tables.)
 TEST(SdpaCudaPlugin, RefusesWhatCuDnnCannotComputeExactly) {
   std::shared_ptr<Backend> b = cuda_sdpa();
   auto refused = [&](auto mutate, const char* needle) {
@@ -165,6 +166,7 @@ TEST(SdpaCudaPlugin, RefusesWhatCuDnnCannotComputeExactly) {
       [](attnrt_attention_desc& d) {
         d.is_paged = 1;
         d.page_size = 16;
+        d.is_varlen = 1;
       },
       "paged");
   refused([](attnrt_attention_desc& d) { d.dropout_p = 0.1f; }, "dropout");

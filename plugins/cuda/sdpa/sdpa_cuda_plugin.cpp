@@ -9,12 +9,15 @@
 // padding masks and ragged offsets, LSE (cuDNN's Stats), forward and backward, deterministic
 // backward (cuDNN's deterministic algorithm), sinks (cuDNN 9.13+: its sink_token and
 // dsink_token, forward and backward; not with the deterministic backward, whose dsink_token
-// differs between repeats). Refused with a reason, never approximated: softcap
-// (cuDNN's fused kernels have no tanh cap: the score_mod graph would drop the masks), ALiBi
-// (cuDNN's alibi_mask uses its own fixed slopes, not the caller's), paged KV (not mapped onto
-// cuDNN's page tables yet), dropout (cuDNN's Philox stream is not the ABI's), fp32 (the fused
-// engines take fp16/bf16), and what cuDNN's own validation rejects (e.g. sinks with one query
-// row, sinks with varlen before cuDNN 9.26: its reason is passed on).
+// differs between repeats), paged KV in the forward for decode (seqlen_q 1; cuDNN 9.15+: its page
+// tables and paged cache load, block_table and seqused_k as given; a sequence with no cached key
+// gets the ABI's empty row, out 0 and lse -inf, written after cuDNN). Refused with a reason, never approximated:
+// softcap (cuDNN's fused kernels have no tanh cap: the score_mod graph would drop the masks), ALiBi (cuDNN's alibi_mask
+// uses its own fixed slopes, not the caller's), the backward over a paged cache (cuDNN's paged path is forward only),
+// paged calls with more than one query row (wrong rows on the H100: bench/results/sdpa-cudnn-sinks-2026-11-24/), packed
+// queries over a paged cache, dropout (cuDNN's Philox stream is not the ABI's), fp32 (the fused engines take
+// fp16/bf16), and what cuDNN's own validation rejects (e.g. sinks with one query row, sinks with varlen before
+// cuDNN 9.26: its reason is passed on).
 #include "cudnn_library.hpp"
 #include "sdpa_cudnn_graphs.hpp"
 #include "sdpa_graph_key.hpp"
@@ -46,13 +49,19 @@ struct Scratch {
   static constexpr int kRaggedArrays = 8;
 
   Scratch(const attnrt_attention_desc& d, bool backward) {
-    if (!d.is_varlen) return;
     size_t at = 0;
     auto take = [&](size_t bytes) {
       const size_t o = at;
       at += align_up(bytes);
       return o;
     };
+    if (d.is_paged && !d.is_varlen) {  // the padding mask's lengths
+      seq_q = take(size_t(d.batch) * 4);
+      seq_kv = take(size_t(d.batch) * 4);
+      total = at;
+      return;
+    }
+    if (!d.is_varlen) return;
     seq_q = take(size_t(d.batch) * 4);
     seq_kv = take(size_t(d.batch) * 4);
     ragged = take(size_t(kRaggedArrays) * (d.batch + 1) * 4);
@@ -81,15 +90,15 @@ class SdpaCudaPlugin {
   static constexpr const char* kDescription =
       "cuDNN's fused flash attention (cuDNN frontend graphs, cached per shape; libcudnn.so.9 opened at run time)";
 
-  static constexpr attnrt_capabilities kCapabilities =
-      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CUDA,
-                         .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
-                         .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                                     ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD |
-                                     ATTNRT_FEATURE_DETERMINISTIC | ATTNRT_FEATURE_HEAD_DIM_V | ATTNRT_FEATURE_SINKS,
-                         .min_head_dim = 8,
-                         .max_head_dim = 256,
-                         .min_cuda_arch = 80});
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
+      {.devices = ATTNRT_DEVICE_BIT_CUDA,
+       .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+       .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_VARLEN |
+                   ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC |
+                   ATTNRT_FEATURE_HEAD_DIM_V | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_PAGED_KV,
+       .min_head_dim = 8,
+       .max_head_dim = 256,
+       .min_cuda_arch = 80});
 
   // Beyond the capabilities: cuDNN loadable, a CUDA device, head dims, the backward's own limit
   // below, and cuDNN's own verdict on the call's graph (built here and cached, so that the call
@@ -122,6 +131,14 @@ class SdpaCudaPlugin {
              ": sinks with varlen need cuDNN 9.26 or newer (the backward of ragged graphs with a sink token reads out "
              "of bounds before it; cuDNN frontend)";
     }
+    // cuDNN's paged path, given more than one query row per sequence (multi-token decode, chunked
+    // prefill; causal bottom-right, windows), returned non-finite rows in the paged GPU tests on
+    // the H100 with cuDNN 9.19; its decode (one row) matched the reference in every case.
+    if (d.is_paged && d.seqlen_q > 1) {
+      return lib.version_string() +
+             ": paged KV through cuDNN is offered for decode (seqlen_q 1) only: with more query rows its results did "
+             "not match the reference (paged_attention takes those calls)";
+    }
     // cuDNN's dsink_token is reduced in no fixed order, even with its deterministic algorithm:
     // two backward calls differed in dsinks on the H100 (bench/results/sdpa-cudnn-sinks-2026-11-24/).
     if (d.has_sinks && d.deterministic) {
@@ -138,6 +155,7 @@ class SdpaCudaPlugin {
     if (!cudnn_library().loaded || !device_reason().empty() || d.batch == 0 || d.seqlen_q == 0 || d.seqlen_k == 0) {
       return 0;
     }
+    if (backward && d.is_paged) return 0;  // refused when called: cuDNN's paged path is forward only
     const GraphKey key = backward ? backward_key(d, nullptr) : forward_key(d, nullptr);
     return Scratch(d, backward).total + align_up(graph_workspace_size(key));
   }
@@ -162,11 +180,37 @@ class SdpaCudaPlugin {
       cuda::detail::require_compact("lse", a.lse);
       p.stats = static_cast<float*>(data_of(a.lse));
     }
+    if (d.is_paged) {
+      if (cuda::detail::stride_of(*a.block_table, 1) != 1) {
+        throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "block_table " + sdk::shape_string(*a.block_table) +
+                                                       ": cuDNN's page table needs contiguous rows");
+      }
+      cuda::detail::require_compact("seqused_k", a.seqused_k);
+      p.block_table = static_cast<const int32_t*>(data_of(a.block_table));
+      p.seq_len_q = reinterpret_cast<int32_t*>(ws + s.seq_q);
+      p.seq_len_kv = reinterpret_cast<int32_t*>(ws + s.seq_kv);
+      check_cuda(kern::paged_lengths(static_cast<const int32_t*>(data_of(a.seqused_k)), d.seqlen_q, d.batch,
+                                     p.seq_len_q, p.seq_len_kv, stream),
+                 "preparing paged lengths");
+    }
     if (d.is_varlen) {
       prepare_varlen(d, a, s, ws, p, {a.q, a.k, a.v, a.out}, stream);
       if (d.return_lse) p.stats = reinterpret_cast<float*>(ws + s.stats);
     }
     graph_execute(key, p, ws + s.total, e.workspace_size - s.total, stream);
+    if (d.is_paged) {
+      kern::EmptyRows er;
+      er.seqused_k = static_cast<const int32_t*>(data_of(a.seqused_k));
+      er.out = static_cast<uint16_t*>(data_of(a.out));
+      er.out_batch_stride = cuda::detail::stride_of(*a.out, 0);
+      er.out_head_stride = cuda::detail::stride_of(*a.out, 2);
+      er.lse = d.return_lse ? p.stats : nullptr;
+      er.sinks = p.sinks;
+      er.batch = d.batch;
+      er.heads = d.heads_q;
+      er.head_dim_v = d.head_dim_v;
+      check_cuda(kern::paged_empty_rows(er, stream), "writing empty rows");
+    }
     if (d.is_varlen && d.return_lse) {
       check_cuda(kern::lse_padded_to_packed(p.stats, static_cast<float*>(data_of(a.lse)),
                                             static_cast<const int32_t*>(data_of(a.cu_seqlens_q)), d.batch, d.heads_q,
@@ -177,6 +221,11 @@ class SdpaCudaPlugin {
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
     cuda::use_device(d);
+    if (d.is_paged) {
+      throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, cudnn_library().version_string() +
+                                                     ": no backward over a paged KV cache (cuDNN's paged "
+                                                     "attention is forward only)");
+    }
     const GraphKey key = backward_key(d, &a);
     if (std::string why = graph_support_reason(key); !why.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, why);
     const Scratch s(d, true);

@@ -47,7 +47,9 @@ enum Uid : int64_t {
   kRaggedDK,
   kRaggedDV,
   kSink,
-  kDSink
+  kDSink,
+  kPageTableK,
+  kPageTableV
 };
 
 sdk::Error unsupported(const std::string& why) {
@@ -143,28 +145,54 @@ struct Builder {
   void masks(Attributes& a) {
     if (k.right_bound >= 0 || k.left_bound >= 0) {
       // Top-left and bottom-right coincide when every sequence has seqlen_q == seqlen_k.
-      a.set_diagonal_alignment(!k.varlen && k.seqlen_q == k.seqlen_k ? fe::DiagonalAlignment_t::TOP_LEFT
-                                                                     : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
+      a.set_diagonal_alignment(!k.varlen && !k.paged && k.seqlen_q == k.seqlen_k
+                                   ? fe::DiagonalAlignment_t::TOP_LEFT
+                                   : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
     }
     if (k.right_bound >= 0) a.set_diagonal_band_right_bound(int(k.right_bound));
     if (k.left_bound >= 0) a.set_diagonal_band_left_bound(int(k.left_bound));
-    if (k.varlen) {
+    if (k.varlen || k.paged) {
       a.set_padding_mask(true)
           .set_seq_len_q(int32_vector("seq_len_q", kSeqQ, k.batch))
           .set_seq_len_kv(int32_vector("seq_len_kv", kSeqKV, k.batch));
     }
   }
 
+  // A paged cache as cuDNN's container [num_pages, h_kv, page_size, dim], its own strides.
+  TensorPtr pages(const char* name, int64_t uid, int64_t dim, const Strides& st, int64_t page_stride) {
+    return g->tensor(fe::graph::Tensor_attributes()
+                         .set_name(name)
+                         .set_uid(uid)
+                         .set_dim({k.num_pages, k.heads_kv, k.page_size, dim})
+                         .set_stride({page_stride, st.head, st.row, 1}));
+  }
+  // block_table [b, max_pages] as cuDNN's page table [b, 1, max_pages, 1].
+  TensorPtr page_table(const char* name, int64_t uid) {
+    return g->tensor(fe::graph::Tensor_attributes()
+                         .set_name(name)
+                         .set_uid(uid)
+                         .set_dim({k.batch, 1, k.max_pages, 1})
+                         .set_stride({k.table_stride, k.max_pages, 1, 1})
+                         .set_data_type(fe::DataType_t::INT32));
+  }
+
   void forward() {
     auto q = tensor("q", kQ, k.heads_q, k.seqlen_q, k.head_dim, k.q);
-    auto kt = tensor("k", kK, k.heads_kv, k.seqlen_k, k.head_dim, k.k);
-    auto v = tensor("v", kV, k.heads_kv, k.seqlen_k, k.head_dim_v, k.v);
+    auto kt = k.paged ? pages("k", kK, k.head_dim, k.k, k.k_page_stride)
+                      : tensor("k", kK, k.heads_kv, k.seqlen_k, k.head_dim, k.k);
+    auto v = k.paged ? pages("v", kV, k.head_dim_v, k.v, k.v_page_stride)
+                     : tensor("v", kV, k.heads_kv, k.seqlen_k, k.head_dim_v, k.v);
     ragged(q, "ragged_q", kRaggedQ);
     ragged(kt, "ragged_k", kRaggedK);
     ragged(v, "ragged_v", kRaggedV);
     auto attrs = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(k.stats != 0).set_attn_scale(scale());
     masks(attrs);
     if (k.sinks) attrs.set_sink_token(head_vector("sink", kSink));
+    if (k.paged) {
+      attrs.set_paged_attention_k_table(page_table("page_table_k", kPageTableK))
+          .set_paged_attention_v_table(page_table("page_table_v", kPageTableV))
+          .set_paged_attention_max_seq_len_kv(int(k.seqlen_k));
+    }
     auto [o, stats] = g->sdpa(q, kt, v, attrs);
     o->set_output(true)
         .set_uid(kO)
@@ -367,6 +395,12 @@ void graph_execute(const GraphKey& key, const GraphPointers& p, void* workspace,
   if (key.sinks) {
     put(kSink, p.sinks);
     if (key.backward) put(kDSink, p.dsinks);
+  }
+  if (key.paged) {
+    put(kPageTableK, p.block_table);
+    put(kPageTableV, p.block_table);
+    put(kSeqQ, p.seq_len_q);
+    put(kSeqKV, p.seq_len_kv);
   }
   if (key.varlen) {
     put(kSeqQ, p.seq_len_q);

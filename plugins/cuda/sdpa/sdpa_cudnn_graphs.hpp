@@ -30,8 +30,9 @@ struct GraphPointers {
   float* stats = nullptr;  // lse: forward output (when stats), backward input; [b, h_q, s_q] compact
   const void* dout = nullptr;
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
-  const float* sinks = nullptr;  // [h_q] (key.sinks)
-  float* dsinks = nullptr;       // [h_q], backward output (key.sinks)
+  const float* sinks = nullptr;          // [h_q] (key.sinks)
+  float* dsinks = nullptr;               // [h_q], backward output (key.sinks)
+  const int32_t* block_table = nullptr;  // [b, max_pages] (key.paged)
   // varlen
   int32_t *seq_len_q = nullptr, *seq_len_kv = nullptr;
   int32_t *ragged_q = nullptr, *ragged_k = nullptr, *ragged_v = nullptr, *ragged_out = nullptr;

@@ -71,6 +71,27 @@ GraphKey forward_key(const attnrt_attention_desc& d, const attnrt_forward_args* 
   GraphKey k = common(d, false);
   const bool vl = d.is_varlen != 0;
   k.stats = d.return_lse ? 1 : 0;
+  if (d.is_paged) {
+    // Pages [num_pages, page_size, heads_kv, dim]: rows of a page and heads within a row keep the
+    // tensor's strides; without tensors (supports, workspace_size) a compact cache whose pages
+    // cover every sequence's max_seqlen_k keys.
+    k.paged = 1;
+    k.page_size = d.page_size;
+    k.max_pages = (int64_t(d.seqlen_k) + d.page_size - 1) / d.page_size;
+    k.num_pages = a ? a->k->shape[0] : d.batch * k.max_pages;
+    k.table_stride = a ? stride_of(*a->block_table, 0) : k.max_pages;
+    auto page = [&](const DLTensor* t, int64_t dim, Strides& s, int64_t& page_stride) {
+      s.batch = 0;
+      s.row = t ? stride_of(*t, 1) : int64_t(d.heads_kv) * dim;
+      s.head = t ? stride_of(*t, 2) : dim;
+      page_stride = t ? stride_of(*t, 0) : int64_t(d.page_size) * d.heads_kv * dim;
+    };
+    page(a ? a->k : nullptr, d.head_dim, k.k, k.k_page_stride);
+    page(a ? a->v : nullptr, d.head_dim_v, k.v, k.v_page_stride);
+    k.q = strides(a ? a->q : nullptr, vl, d.seqlen_q, d.heads_q, d.head_dim);
+    k.out = strides(a ? a->out : nullptr, vl, d.seqlen_q, d.heads_q, d.head_dim_v);
+    return k;
+  }
   k.q = strides(a ? a->q : nullptr, vl, d.seqlen_q, d.heads_q, d.head_dim);
   k.k = strides(a ? a->k : nullptr, vl, d.seqlen_k, d.heads_kv, d.head_dim);
   k.v = strides(a ? a->v : nullptr, vl, d.seqlen_k, d.heads_kv, d.head_dim_v);
@@ -105,6 +126,7 @@ std::string describe(const GraphKey& k) {
   if (k.stats) s += " stats";
   if (k.deterministic) s += " deterministic";
   if (k.sinks) s += " sinks";
+  if (k.paged) s += " paged " + std::to_string(k.num_pages) + "x" + std::to_string(k.page_size);
   s += " sm_" + std::to_string(k.sm) + " cuda:" + std::to_string(k.device);
   return s;
 }

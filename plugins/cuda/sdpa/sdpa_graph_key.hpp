@@ -13,6 +13,10 @@
 //   varlen        -> padding mask with per-sequence lengths and ragged offsets (b strides unused)
 //   return_lse    -> generate_stats (Stats, natural log, float32)
 //   deterministic -> SDPA_backward_attributes::set_deterministic_algorithm(true)
+//   paged         -> forward only (cuDNN 9.15+): k, v as cuDNN's containers [num_pages, h_kv,
+//                    page_size, d] with the caches' own strides, block_table as both page tables
+//                    [b, 1, max_pages, 1], seqused_k as seq_len_kv (padding mask), the masks
+//                    bottom-right against each sequence's keys
 //   sinks         -> sink_token [1, h_q, 1, 1] float32 (cuDNN 9.13+: a per-head logit in every
 //                    row's softmax max and sum, so Stats include it, as the ABI's lse does);
 //                    backward also dsink_token [1, h_q, 1, 1], reduced over batch and rows
@@ -48,6 +52,9 @@ struct GraphKey {
   int64_t stats = 0;          // forward: generate_stats
   int64_t deterministic = 0;  // backward: deterministic algorithm
   int64_t sinks = 0;          // sink_token (and, backward, dsink_token)
+  int64_t paged = 0;          // k, v are pages (forward): the fields below describe them
+  int64_t num_pages = 0, page_size = 0, max_pages = 0, table_stride = 0;
+  int64_t k_page_stride = 0, v_page_stride = 0;  // elements between pages (k.row, k.head: within one)
   int64_t device = 0, sm = 0;
   Strides q, k, v, out;      // forward and backward
   Strides dout, dq, dk, dv;  // backward only

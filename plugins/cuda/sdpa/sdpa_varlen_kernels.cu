@@ -1,5 +1,7 @@
-// The varlen helpers of the cuDNN sdpa plugin (sdpa_varlen_kernels.hpp).
+// The varlen and paged helpers of the cuDNN sdpa plugin (sdpa_varlen_kernels.hpp).
 #include "sdpa_varlen_kernels.hpp"
+
+#include <cmath>
 
 namespace attnrt::cuda::sdpa {
 namespace {
@@ -43,7 +45,36 @@ cudaError_t lse_copy(const float* src, float* dst, const int32_t* cu_seqlens_q, 
   return cudaGetLastError();
 }
 
+__global__ void paged_lengths_kernel(const int32_t* seqused_k, int32_t seqlen_q, int32_t batch, int32_t* seq_len_q,
+                                     int32_t* seq_len_kv) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  seq_len_q[b] = seqlen_q;
+  seq_len_kv[b] = seqused_k[b];
+}
+
+__global__ void paged_empty_rows_kernel(EmptyRows p) {
+  const int b = blockIdx.x, h = blockIdx.y;
+  if (p.seqused_k[b] != 0) return;
+  uint16_t* o = p.out + b * p.out_batch_stride + h * p.out_head_stride;
+  for (int c = threadIdx.x; c < p.head_dim_v; c += blockDim.x) o[c] = 0;
+  if (p.lse && threadIdx.x == 0) p.lse[int64_t(b) * p.heads + h] = p.sinks ? p.sinks[h] : -INFINITY;
+}
+
 }  // namespace
+
+cudaError_t paged_empty_rows(const EmptyRows& p, cudaStream_t stream) {
+  if (p.batch == 0 || p.heads == 0) return cudaSuccess;
+  paged_empty_rows_kernel<<<dim3(p.batch, p.heads), 64, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t paged_lengths(const int32_t* seqused_k, int32_t seqlen_q, int32_t batch, int32_t* seq_len_q,
+                          int32_t* seq_len_kv, cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  paged_lengths_kernel<<<(batch + 127) / 128, 128, 0, stream>>>(seqused_k, seqlen_q, batch, seq_len_q, seq_len_kv);
+  return cudaGetLastError();
+}
 
 cudaError_t varlen_prepare(const VarlenPrepare& p, cudaStream_t stream) {
   const int threads = 128, blocks = (p.batch + 1 + threads - 1) / threads;

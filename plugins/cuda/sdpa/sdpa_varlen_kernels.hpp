@@ -42,4 +42,22 @@ cudaError_t lse_padded_to_packed(const float* padded, float* packed, const int32
 cudaError_t lse_packed_to_padded(const float* packed, float* padded, const int32_t* cu_seqlens_q, int32_t batch,
                                  int32_t heads, int32_t max_seqlen_q, int64_t total_q, cudaStream_t stream);
 
+// A paged call's lengths for cuDNN's padding mask: seq_len_q[b] = seqlen_q, seq_len_kv[b] =
+// seqused_k[b], b < batch.
+cudaError_t paged_lengths(const int32_t* seqused_k, int32_t seqlen_q, int32_t batch, int32_t* seq_len_q,
+                          int32_t* seq_len_kv, cudaStream_t stream);
+
+// A decode step's sequences with no cached key (seqused_k[b] == 0) get the ABI's empty row:
+// out 0 and lse -inf (the sink logit with sinks), whatever cuDNN wrote there. out: 16-bit
+// elements [batch, 1, heads, head_dim_v] with element strides; lse [batch, heads] or nullptr.
+struct EmptyRows {
+  const int32_t* seqused_k = nullptr;
+  uint16_t* out = nullptr;
+  int64_t out_batch_stride = 0, out_head_stride = 0;
+  float* lse = nullptr;
+  const float* sinks = nullptr;
+  int32_t batch = 0, heads = 0, head_dim_v = 0;
+};
+cudaError_t paged_empty_rows(const EmptyRows& p, cudaStream_t stream);
+
 }  // namespace attnrt::cuda::sdpa
