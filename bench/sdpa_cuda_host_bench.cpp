@@ -10,6 +10,11 @@
 //                                stream, as a framework calls it (PyTorch's allocator)
 //   forward/...                  attnrt_backend_forward: the runtime's workspace, kept per stream
 //   backward_with_workspace/...  the backward (cuDNN's backward graph: one call, several kernels)
+//   cudnn_frontend_execute/...   the cuDNN frontend's Graph::execute on a graph built here, the
+//                                dense sdpa case's (sdpa_cudnn_floor.hpp), no attnrt in between:
+//                                the floor of sdpa's rows. /pointers: a pointer array in the
+//                                frontend's uid order (what the plugin passes); /map: a uid ->
+//                                pointer std::unordered_map built per call (what it passed before)
 // for sdpa, and for flash_attention_2 (a plugin that launches one kernel per forward: what the host
 // API and the tensor checks cost without cuDNN). Cases: bf16, head_dim 128, batch 2, 8 query and
 // 2 KV heads, causal, 256 tokens per sequence (dense, and varlen with 3 sequences, which adds the
@@ -25,6 +30,7 @@
 //   cmake -B build -DATTNRT_BUILD_BENCHMARKS=ON && cmake --build build --target attnrt_sdpa_cuda_host_bench
 //   build/bin/attnrt_sdpa_cuda_host_bench --benchmark_min_time=0.05 --benchmark_repetitions=5
 #include "empty_kernel.hpp"
+#include "sdpa_cudnn_floor.hpp"
 
 #include <attnrt/host_api.h>
 #include <attnrt/harness/device_workload.hpp>
@@ -77,6 +83,10 @@ void BM_EmptyKernelLaunch(benchmark::State& state) {
   time_calls(state, "EmptyKernelLaunch", [] {
     return attnrt::bench::launch_empty_kernel(g_stream) == cudaSuccess ? ATTNRT_OK : ATTNRT_ERROR_DEVICE;
   });
+}
+
+void BM_CudnnFrontendExecute(benchmark::State& state, const std::string& name, bool map) {
+  time_calls(state, name, [map] { return attnrt::bench::cudnn_floor_execute(map) ? ATTNRT_OK : ATTNRT_ERROR_DEVICE; });
 }
 
 // One backend resolved for one case, with device tensors and a workspace of the caller's.
@@ -210,6 +220,14 @@ int main(int argc, char** argv) {
   }
   auto setup = [](benchmark::internal::Benchmark* b) { b->UseManualTime()->Unit(benchmark::kMicrosecond); };
   setup(benchmark::RegisterBenchmark("EmptyKernelLaunch", BM_EmptyKernelLaunch));
+  if (const std::string why = attnrt::bench::cudnn_floor_setup(g_stream); why.empty()) {
+    for (bool map : {false, true}) {
+      const std::string name = std::string("cudnn_frontend_execute/") + (map ? "map" : "pointers");
+      setup(benchmark::RegisterBenchmark(name.c_str(), BM_CudnnFrontendExecute, name, map));
+    }
+  } else {
+    std::fprintf(stderr, "cudnn_frontend_execute rows left out: %s\n", why.c_str());
+  }
   struct Row {
     const char* name;
     Kind kind;

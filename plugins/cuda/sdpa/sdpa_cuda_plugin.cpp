@@ -226,8 +226,8 @@ class SdpaCudaPlugin {
                                                      ": no backward over a paged KV cache (cuDNN's paged "
                                                      "attention is forward only)");
     }
+    // cuDNN's verdict on the graph comes with graph_execute's lookup (UNSUPPORTED, its reason).
     const GraphKey key = backward_key(d, &a);
-    if (std::string why = graph_support_reason(key); !why.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, why);
     const Scratch s(d, true);
     if (e.workspace_size < s.total) sdk::require_workspace(e, s.total, 0);
     char* ws = static_cast<char*>(e.workspace);

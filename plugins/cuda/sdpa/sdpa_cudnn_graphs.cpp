@@ -49,7 +49,8 @@ enum Uid : int64_t {
   kSink,
   kDSink,
   kPageTableK,
-  kPageTableV
+  kPageTableV,
+  kUidEnd
 };
 
 sdk::Error unsupported(const std::string& why) {
@@ -290,6 +291,9 @@ struct Entry {
   bool tried = false;
   std::string error;  // why cuDNN cannot build it ("" when it can)
   int64_t workspace = 0;
+  // The uids the graph's variant pack takes, in the frontend's order (ascending uid): execute()
+  // gets a pointer array in this order, not a map built per call.
+  std::vector<int64_t> uids;
   std::vector<std::shared_ptr<Graph>> idle;
 };
 
@@ -303,8 +307,30 @@ class Cache {
   }
 
   // The entry of `key`, its first graph built (under the entry's lock, so that threads that
-  // meet on a new key build it once).
-  std::shared_ptr<Entry> ready(const GraphKey& key) {
+  // meet on a new key build it once). A call asks twice (supports() with compact strides, then
+  // the call's own key) and a thread tends to repeat its keys: each thread remembers its last
+  // few ready entries, so that a hit takes no lock of the whole cache and no hash. Entries are
+  // never removed, so a remembered one stays valid.
+  const std::shared_ptr<Entry>& ready(const GraphKey& key) {
+    struct Recent {
+      GraphKey key;
+      std::shared_ptr<Entry> entry;
+    };
+    constexpr size_t kRecent = 4;
+    thread_local Recent recent[kRecent];
+    thread_local size_t next = 0;
+    for (const Recent& r : recent) {
+      if (r.entry && r.key == key) return r.entry;
+    }
+    Recent& r = recent[next];
+    next = (next + 1) % kRecent;
+    r.entry = build_once(key);
+    r.key = key;
+    return r.entry;
+  }
+
+ private:
+  std::shared_ptr<Entry> build_once(const GraphKey& key) {
     std::shared_ptr<Entry> e = entry(key);
     std::lock_guard<std::mutex> lock(e->mutex);
     if (!e->tried) {
@@ -312,6 +338,8 @@ class Cache {
       std::string why;
       if (std::shared_ptr<Graph> g = build(key, why)) {
         if (!g->get_workspace_size(e->workspace).is_good()) e->workspace = 0;
+        const auto& vt = g->varpack_template;
+        for (int slot : vt.user_slots) e->uids.push_back(vt.all_uids[size_t(slot)]);
         e->idle.push_back(std::move(g));
       } else {
         e->error = why;
@@ -320,7 +348,6 @@ class Cache {
     return e;
   }
 
- private:
   std::mutex mutex_;
   std::unordered_map<GraphKey, std::shared_ptr<Entry>, GraphKeyHash> entries_;
 };
@@ -333,7 +360,7 @@ Cache& cache() {
 // A graph leased from an entry's pool for one call, given back when the call ends.
 class Lease {
  public:
-  Lease(std::shared_ptr<Entry> e, const GraphKey& key) : entry_(std::move(e)) {
+  Lease(Entry* e, const GraphKey& key) : entry_(e) {
     {
       std::lock_guard<std::mutex> lock(entry_->mutex);
       if (!entry_->idle.empty()) {
@@ -355,7 +382,7 @@ class Lease {
   const Graph& graph() const { return *graph_; }
 
  private:
-  std::shared_ptr<Entry> entry_;
+  Entry* entry_;  // the cache's: never destroyed
   std::shared_ptr<Graph> graph_;
 };
 
@@ -364,63 +391,63 @@ class Lease {
 std::string graph_support_reason(const GraphKey& key) { return cache().ready(key)->error; }
 
 size_t graph_workspace_size(const GraphKey& key) {
-  const std::shared_ptr<Entry> e = cache().ready(key);
+  const std::shared_ptr<Entry>& e = cache().ready(key);
   if (!e->error.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, e->error);
   return size_t(e->workspace);
 }
 
 void graph_execute(const GraphKey& key, const GraphPointers& p, void* workspace, size_t workspace_bytes,
                    cudaStream_t stream) {
-  const std::shared_ptr<Entry> e = cache().ready(key);
-  if (!e->error.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, e->error);
-  if (size_t(e->workspace) > workspace_bytes) {
+  Entry& e = *cache().ready(key);
+  if (!e.error.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, e.error);
+  if (size_t(e.workspace) > workspace_bytes) {
     throw sdk::Error(ATTNRT_ERROR_OUT_OF_MEMORY, "cuDNN's graph for " + describe(key) + " needs " +
-                                                     std::to_string(e->workspace) + " bytes of workspace, " +
+                                                     std::to_string(e.workspace) + " bytes of workspace, " +
                                                      std::to_string(workspace_bytes) + " given");
   }
-  std::unordered_map<int64_t, void*> pack;
-  pack.reserve(20);
-  auto put = [&](int64_t uid, const void* ptr) {
-    if (ptr) pack.emplace(uid, const_cast<void*>(ptr));
-  };
-  put(kQ, p.q);
-  put(kK, p.k);
-  put(kV, p.v);
-  put(kO, p.out);
-  if (key.backward || key.stats) put(kStats, p.stats);
-  put(kDO, p.dout);
-  put(kDQ, p.dq);
-  put(kDK, p.dk);
-  put(kDV, p.dv);
-  if (key.sinks) {
-    put(kSink, p.sinks);
-    if (key.backward) put(kDSink, p.dsinks);
+  // Every role's pointer by uid; the graph takes those of e.uids, in that order.
+  const void* by_uid[kUidEnd] = {};
+  by_uid[kQ] = p.q;
+  by_uid[kK] = p.k;
+  by_uid[kV] = p.v;
+  by_uid[kO] = p.out;
+  by_uid[kStats] = p.stats;
+  by_uid[kDO] = p.dout;
+  by_uid[kDQ] = p.dq;
+  by_uid[kDK] = p.dk;
+  by_uid[kDV] = p.dv;
+  by_uid[kSeqQ] = p.seq_len_q;
+  by_uid[kSeqKV] = p.seq_len_kv;
+  by_uid[kRaggedQ] = p.ragged_q;
+  by_uid[kRaggedK] = p.ragged_k;
+  by_uid[kRaggedV] = p.ragged_v;
+  by_uid[kRaggedO] = p.ragged_out;
+  by_uid[kRaggedDO] = p.ragged_dout;
+  by_uid[kRaggedDQ] = p.ragged_dq;
+  by_uid[kRaggedDK] = p.ragged_dk;
+  by_uid[kRaggedDV] = p.ragged_dv;
+  by_uid[kSink] = p.sinks;
+  by_uid[kDSink] = p.dsinks;
+  by_uid[kPageTableK] = p.block_table;
+  by_uid[kPageTableV] = p.block_table;
+  void* ptrs[kUidEnd];
+  const int n = int(e.uids.size());
+  for (int i = 0; i < n; ++i) {
+    const int64_t uid = e.uids[size_t(i)];
+    const void* ptr = uid > 0 && uid < kUidEnd ? by_uid[uid] : nullptr;
+    if (!ptr) {
+      throw sdk::Error(ATTNRT_ERROR_INTERNAL, "cuDNN's graph for " + describe(key) + " takes tensor uid " +
+                                                  std::to_string(uid) + ", which the call has no pointer for");
+    }
+    ptrs[i] = const_cast<void*>(ptr);
   }
-  if (key.paged) {
-    put(kPageTableK, p.block_table);
-    put(kPageTableV, p.block_table);
-    put(kSeqQ, p.seq_len_q);
-    put(kSeqKV, p.seq_len_kv);
-  }
-  if (key.varlen) {
-    put(kSeqQ, p.seq_len_q);
-    put(kSeqKV, p.seq_len_kv);
-    put(kRaggedQ, p.ragged_q);
-    put(kRaggedK, p.ragged_k);
-    put(kRaggedV, p.ragged_v);
-    put(kRaggedO, p.ragged_out);
-    put(kRaggedDO, p.ragged_dout);
-    put(kRaggedDQ, p.ragged_dq);
-    put(kRaggedDK, p.ragged_dk);
-    put(kRaggedDV, p.ragged_dv);
-  }
-  Lease lease(e, key);
+  Lease lease(&e, key);
   cudnnHandle_t handle = thread_handle(key.device);
   const cudnnStatus_t s = fe::detail::set_stream(handle, stream);
   if (s != CUDNN_STATUS_SUCCESS) {
     throw sdk::Error(ATTNRT_ERROR_DEVICE, "cudnnSetStream: " + std::string(fe::detail::get_error_string(s)));
   }
-  fe::error_t status = lease.graph().execute(handle, pack, workspace);
+  fe::error_t status = lease.graph().execute(handle, ptrs, n, workspace);
   if (!status.is_good()) {
     throw sdk::Error(ATTNRT_ERROR_DEVICE, cudnn_library().version_string() + ": executing the attention graph (" +
                                               describe(key) + ") failed: " + status.get_message());
