@@ -45,7 +45,7 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // The plugin's own part of the workspace, before cuDNN's: varlen lengths and ragged offsets,
 // and lse in cuDNN's padded layout when the ABI's is packed.
 struct Scratch {
-  size_t seq_q = 0, seq_kv = 0, ragged = 0, stats = 0, total = 0;
+  size_t seq_q = 0, seq_kv = 0, ragged = 0, stats = 0, table = 0, total = 0;
   static constexpr int kRaggedArrays = 8;
 
   Scratch(const attnrt_attention_desc& d, bool backward) {
@@ -55,9 +55,10 @@ struct Scratch {
       at += align_up(bytes);
       return o;
     };
-    if (d.is_paged && !d.is_varlen) {  // the padding mask's lengths
+    if (d.is_paged && !d.is_varlen) {  // the padding mask's lengths and cuDNN's page table
       seq_q = take(size_t(d.batch) * 4);
       seq_kv = take(size_t(d.batch) * 4);
+      table = take(size_t(d.batch) * size_t((int64_t(d.seqlen_k) + d.page_size - 1) / d.page_size) * 4);
       total = at;
       return;
     }
@@ -186,7 +187,18 @@ class SdpaCudaPlugin {
                                                        ": cuDNN's page table needs contiguous rows");
       }
       cuda::detail::require_compact("seqused_k", a.seqused_k);
-      p.block_table = static_cast<const int32_t*>(data_of(a.block_table));
+      const int32_t max_pages = int32_t((int64_t(d.seqlen_k) + d.page_size - 1) / d.page_size);
+      if (a.block_table->shape[1] < max_pages) {
+        throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT, "block_table " + sdk::shape_string(*a.block_table) +
+                                                            ": fewer than the " + std::to_string(max_pages) +
+                                                            " pages of seqlen_k " + std::to_string(d.seqlen_k));
+      }
+      int32_t* table = reinterpret_cast<int32_t*>(ws + s.table);
+      check_cuda(kern::paged_table(
+                     static_cast<const int32_t*>(data_of(a.block_table)), cuda::detail::stride_of(*a.block_table, 0),
+                     static_cast<const int32_t*>(data_of(a.seqused_k)), d.page_size, d.batch, max_pages, table, stream),
+                 "preparing the page table");
+      p.block_table = table;
       p.seq_len_q = reinterpret_cast<int32_t*>(ws + s.seq_q);
       p.seq_len_kv = reinterpret_cast<int32_t*>(ws + s.seq_kv);
       check_cuda(kern::paged_lengths(static_cast<const int32_t*>(data_of(a.seqused_k)), d.seqlen_q, d.batch,

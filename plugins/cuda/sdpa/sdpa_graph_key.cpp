@@ -79,7 +79,7 @@ GraphKey forward_key(const attnrt_attention_desc& d, const attnrt_forward_args* 
     k.page_size = d.page_size;
     k.max_pages = (int64_t(d.seqlen_k) + d.page_size - 1) / d.page_size;
     k.num_pages = a ? a->k->shape[0] : d.batch * k.max_pages;
-    k.table_stride = a ? stride_of(*a->block_table, 0) : k.max_pages;
+    k.table_stride = k.max_pages;  // the plugin's dense copy (kern::paged_table)
     auto page = [&](const DLTensor* t, int64_t dim, Strides& s, int64_t& page_stride) {
       s.batch = 0;
       s.row = t ? stride_of(*t, 1) : int64_t(d.heads_kv) * dim;

@@ -61,7 +61,23 @@ __global__ void paged_empty_rows_kernel(EmptyRows p) {
   if (p.lse && threadIdx.x == 0) p.lse[int64_t(b) * p.heads + h] = p.sinks ? p.sinks[h] : -INFINITY;
 }
 
+__global__ void paged_table_kernel(const int32_t* block_table, int64_t table_stride, const int32_t* seqused_k,
+                                   int32_t page_size, int32_t max_pages, int32_t* table) {
+  const int b = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= max_pages) return;
+  const int32_t used = (seqused_k[b] + page_size - 1) / page_size;
+  table[int64_t(b) * max_pages + j] = j < used ? block_table[b * table_stride + j] : 0;
+}
+
 }  // namespace
+
+cudaError_t paged_table(const int32_t* block_table, int64_t table_stride, const int32_t* seqused_k, int32_t page_size,
+                        int32_t batch, int32_t max_pages, int32_t* table, cudaStream_t stream) {
+  if (batch == 0 || max_pages == 0) return cudaSuccess;
+  paged_table_kernel<<<dim3((max_pages + 127) / 128, batch), 128, 0, stream>>>(block_table, table_stride, seqused_k,
+                                                                               page_size, max_pages, table);
+  return cudaGetLastError();
+}
 
 cudaError_t paged_empty_rows(const EmptyRows& p, cudaStream_t stream) {
   if (p.batch == 0 || p.heads == 0) return cudaSuccess;

@@ -47,6 +47,13 @@ cudaError_t lse_packed_to_padded(const float* packed, float* padded, const int32
 cudaError_t paged_lengths(const int32_t* seqused_k, int32_t seqlen_q, int32_t batch, int32_t* seq_len_q,
                           int32_t* seq_len_kv, cudaStream_t stream);
 
+// cuDNN's page table [batch, max_pages] (dense) from the ABI's block_table (row stride
+// `table_stride`): entries of pages a sequence uses are copied, the others are 0, never read from
+// block_table (the ABI lets them hold -1; cuDNN's cache load may fetch rows past seqused_k, and a
+// page index of -1 would address memory before the cache).
+cudaError_t paged_table(const int32_t* block_table, int64_t table_stride, const int32_t* seqused_k, int32_t page_size,
+                        int32_t batch, int32_t max_pages, int32_t* table, cudaStream_t stream);
+
 // A decode step's sequences with no cached key (seqused_k[b] == 0) get the ABI's empty row:
 // out 0 and lse -inf (the sink logit with sinks), whatever cuDNN wrote there. out: 16-bit
 // elements [batch, 1, heads, head_dim_v] with element strides; lse [batch, heads] or nullptr.
