@@ -56,8 +56,11 @@ std::string cudnn_floor_setup(cudaStream_t stream) {
                    .set_diagonal_band_right_bound(0);
   auto [o, stats] = g->sdpa(q, k, v, attrs);
   o->set_output(true).set_uid(4).set_dim({b, hq, s, d}).set_stride({s * hq * d, d, hq * d, 1});
-  stats->set_output(true).set_uid(5).set_data_type(fe::DataType_t::FLOAT).set_dim({b, hq, s, 1}).set_stride(
-      {hq * s, s, 1, 1});
+  stats->set_output(true)
+      .set_uid(5)
+      .set_data_type(fe::DataType_t::FLOAT)
+      .set_dim({b, hq, s, 1})
+      .set_stride({hq * s, s, 1, 1});
   fe::error_t st = g->build(g_floor.handle, {fe::HeurMode_t::A});
   if (!st.is_good()) return "building the graph: " + st.get_message();
   int64_t ws = 0;
