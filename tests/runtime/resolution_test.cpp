@@ -208,3 +208,40 @@ TEST(Rules, MalformedRulesNameTheirPosition) {
 
 }  // namespace
 }  // namespace attnrt
+
+namespace attnrt {
+namespace {
+
+// Issue 19: `+strict=true` adds a top-level key attnrt does not read, where `attnrt.strict=true`
+// was meant: a warning naming the setting, an error under strict mode; an added top-level key
+// unlike any setting (the host's own configuration) is left alone.
+TEST(AddedTopLevelKeys, ASettingsNameAddedAtTheTopGetsDidYouMean) {
+  RuntimeOptions o;
+  o.overrides = {"+strict=true", "+trainer_steps=10", "++num_thread=4"};
+  Runtime rt(o);
+  EXPECT_FALSE(rt.settings().strict) << "+strict=true must not turn strict mode on";
+  std::vector<std::string> mine;
+  for (const std::string& w : rt.warnings()) {
+    if (w.find("adds a top-level key") != std::string::npos) mine.push_back(w);
+  }
+  ASSERT_EQ(mine.size(), 2u) << "one per mistaken key, none for +trainer_steps";
+  EXPECT_NE(mine[0].find("'+strict=true'"), std::string::npos) << mine[0];
+  EXPECT_NE(mine[0].find("did you mean 'attnrt.strict'?"), std::string::npos) << mine[0];
+  EXPECT_NE(mine[1].find("did you mean 'attnrt.num_threads'?"), std::string::npos) << mine[1];
+}
+
+TEST(AddedTopLevelKeys, AreAnErrorUnderStrictMode) {
+  RuntimeOptions o;
+  o.overrides = {"attnrt.strict=true", "+device=cpu"};
+  try {
+    Runtime rt(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("did you mean 'attnrt.device'?"), std::string::npos) << what;
+    EXPECT_NE(what.find("attnrt.strict"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace attnrt

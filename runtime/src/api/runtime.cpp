@@ -1,6 +1,13 @@
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/overrides.hpp>
 #include <attnrt/runtime/runtime.hpp>
+#include <attnrt/runtime/settings.hpp>
+#include <attnrt/runtime/sites.hpp>
 #include <attnrt/runtime/yaml_input.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
 
 #include <spdlog/spdlog.h>
 
@@ -30,6 +37,28 @@ std::filesystem::path Runtime::data_dir() {
   return libdir.parent_path() / "share" / "attnrt";
 }
 
+// A `+key=value` override that adds a top-level key attnrt does not read, spelled like one of its
+// settings (`+strict=true` for `attnrt.strict=true`): a warning that names the setting, an error
+// under attnrt.strict. Other added top-level keys belong to the host's configuration (a VERL or
+// Hydra config carries many) and are left alone.
+void Runtime::check_added_top_level_keys(const std::vector<std::string>& overrides) {
+  for (const std::string& text : overrides) {
+    const Override o = parse_override(text);
+    if ((o.kind != Override::Kind::kAdd && o.kind != Override::Kind::kForce) || o.key.find('.') != std::string::npos ||
+        o.key == "attnrt")
+      continue;
+    const std::vector<std::string>& keys = settings_keys();
+    const bool exact = std::find(keys.begin(), keys.end(), o.key) != keys.end();
+    const std::string guess = exact ? o.key : closest_match(o.key, keys);
+    if (guess.empty()) continue;
+    const std::string message =
+        fmt::format("override '{}' adds a top-level key '{}' that attnrt does not read; did you mean 'attnrt.{}'?",
+                    o.text, o.key, guess);
+    if (settings_.strict) throw Error(message + " (an error under attnrt.strict)");
+    warnings_.push_back(message + " (it is ignored)");
+  }
+}
+
 Runtime::Runtime(const RuntimeOptions& options) {
   config_ =
       Config::from_string(std::string(embedded_config("runtime_defaults.yaml")), "<embedded:runtime_defaults.yaml>");
@@ -40,6 +69,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
   for (const auto& text : options.overrides) config_.apply_override(text);
 
   settings_ = read_settings(config_, &warnings_);
+  check_added_top_level_keys(options.overrides);
   const Deprecations deprecations = Deprecations::from_yaml(
       YAML::Load(std::string(embedded_config("deprecations.yaml"))), "<embedded:deprecations.yaml>");
   rules_ = parse_rules(YAML::Load(std::string(embedded_config("known_issues.yaml"))), "<embedded:known_issues.yaml>");

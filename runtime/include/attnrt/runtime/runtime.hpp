@@ -48,6 +48,8 @@ class ATTNRT_API Runtime {
   static std::filesystem::path data_dir();
 
  private:
+  void check_added_top_level_keys(const std::vector<std::string>& overrides);
+
   Config config_;
   Settings settings_;
   std::unique_ptr<Registry> registry_;
