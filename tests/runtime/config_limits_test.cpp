@@ -124,3 +124,32 @@ TEST(ConfigLimits, AliasBombIsRefused) {
 
 }  // namespace
 }  // namespace attnrt
+
+namespace attnrt {
+namespace {
+
+// An HF-style config.json manifest has the same limits as the YAML files: size, UTF-8, nesting
+// depth, string length, each refused with the file named (and a normal one still reads).
+TEST(ConfigLimits, JsonManifestsHaveTheSameLimits) {
+  test::TempDir dir;
+  auto manifest_error = [&](const std::string& sub, const std::string& text) {
+    const auto file = dir.write(sub + "/config.json", text);
+    return error_of([&] { read_manifest(file.parent_path()); });
+  };
+  dir.write("ok/libattnrt_x.so", "");
+  ASSERT_EQ(error_of([&] { read_manifest(dir.write("ok/config.json", R"({"attnrt": {"name": "x"}})").parent_path()); }),
+            "");
+  const std::string size = manifest_error("size", "{\"name\": \"" + std::string(kMaxYamlFileBytes, 'x') + "\"}");
+  EXPECT_NE(size.find("larger than the limit"), std::string::npos) << size;
+  EXPECT_NE(size.find("config.json"), std::string::npos) << size;
+  const std::string deep = manifest_error("deep", std::string(100, '[') + std::string(100, ']'));
+  EXPECT_NE(deep.find("nested deeper than 64 levels"), std::string::npos) << deep;
+  const std::string longer = manifest_error("long", "{\"name\": \"" + std::string(5000, 'y') + "\"}");
+  EXPECT_NE(longer.find("5000 bytes is longer than the limit of 4096"), std::string::npos) << longer;
+  EXPECT_LT(longer.size(), 400u) << "the value is shortened in the message";
+  const std::string utf8 = manifest_error("utf8", "{\"name\": \"\xff\"}");
+  EXPECT_NE(utf8.find("invalid UTF-8 at byte 10"), std::string::npos) << utf8;
+}
+
+}  // namespace
+}  // namespace attnrt

@@ -54,12 +54,29 @@ Manifest from_yaml(const fs::path& file, const fs::path& dir) {
   return m;
 }
 
-// HF-style config.json: the same keys, optionally nested under "attnrt".
+// HF-style config.json: the same keys, optionally nested under "attnrt". Read with the limits
+// of every other file from outside (yaml_input.hpp): 1 MiB, UTF-8, 64 levels of nesting, keys and
+// string values of at most 4 KiB.
 Manifest from_json(const fs::path& file, const fs::path& dir) {
-  std::ifstream in(file);
+  const std::string text = read_yaml_file(file);
+  if (const size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
+    throw Error(file.string() + ": invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  auto limits = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth > kMaxYamlDepth) {
+      throw Error(file.string() + ": nested deeper than " + std::to_string(kMaxYamlDepth) + " levels");
+    }
+    if ((event == nlohmann::json::parse_event_t::key || event == nlohmann::json::parse_event_t::value) &&
+        parsed.is_string() && parsed.get_ref<const std::string&>().size() > kMaxYamlValueBytes) {
+      throw Error(file.string() + ": a string of " + std::to_string(parsed.get_ref<const std::string&>().size()) +
+                  " bytes is longer than the limit of " + std::to_string(kMaxYamlValueBytes) +
+                  " bytes: " + shorten_for_message(parsed.get_ref<const std::string&>()));
+    }
+    return true;
+  };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text, limits);
   } catch (const nlohmann::json::exception& e) {
     throw Error(file.string() + ": " + e.what());
   }
