@@ -6,10 +6,18 @@ The core (this module) depends on no framework: tensors are any object with ``__
 [batch, seqlen_k, heads_kv, head_dim(_v)], out like q, lse [batch, heads_q, seqlen_q] float32;
 the last dimension contiguous. ``attnrt.torch`` wraps this as PyTorch custom ops.
 
+What the library says (which backend each resolution chose, every fallback reason) goes to the
+standard :mod:`logging` module, logger ``"attnrt"``, which like any library's prints nothing
+until the application configures logging (``logging.basicConfig(level=logging.INFO)``).
+
 Errors are :class:`Error` subclasses named after the host API's statuses
 (:class:`InvalidArgumentError` is a ValueError, :class:`UnsupportedError` a NotImplementedError,
 :class:`OutOfMemoryError` a MemoryError); ``err.status`` holds the attnrt_status value.
 """
+import atexit
+import logging
+
+from . import _attnrt
 from ._attnrt import (  # noqa: F401
     ABI_VERSION,
     Backend,
@@ -40,6 +48,19 @@ __all__ = [
     "dlpack",
     "status_string",
 ]
+
+_logger = logging.getLogger("attnrt")
+_logger.addHandler(logging.NullHandler())
+_LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+
+
+def _log(level: int, message: str) -> None:
+    _logger.log(_LOG_LEVELS[min(level, 3)], message)
+
+
+_attnrt._set_log_callback(_log)
+# Before the interpreter goes: a message delivered after that would call into a dead Python.
+atexit.register(_attnrt._set_log_callback, None)
 
 _DL_CPU = 1
 _DL_CUDA = 2

@@ -65,6 +65,31 @@ struct Tensor {
   }
 };
 
+// The Python callable libattnrt's messages go to (attnrt/__init__.py: the `logging` module), or
+// null. Owned here; replaced only with the GIL released, since attnrt_set_log_callback waits for
+// deliveries in flight, and a delivery on another thread needs the GIL.
+nb::object* g_log_target = nullptr;
+
+void deliver_log(void* target, attnrt_log_level level, const char* message) {
+  nb::gil_scoped_acquire gil;
+  try {
+    (*static_cast<nb::object*>(target))(static_cast<int>(level), message);
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("attnrt log callback");
+  }
+}
+
+void set_log_target(nb::object fn) {
+  nb::object* next = fn.is_none() ? nullptr : new nb::object(std::move(fn));
+  nb::object* old = g_log_target;
+  {
+    nb::gil_scoped_release released;
+    attnrt_set_log_callback(next ? deliver_log : nullptr, next, ATTNRT_LOG_DEBUG);
+  }
+  g_log_target = next;
+  delete old;
+}
+
 using OptArray = std::optional<nb::ndarray<>>;
 
 struct Call {
@@ -184,6 +209,9 @@ NB_MODULE(_attnrt, m) {
     }
   });
 
+  m.def("_set_log_callback", &set_log_target, nb::arg("fn").none(),
+        "Send libattnrt's messages to fn(level, message) (level: 0 debug, 1 info, 2 warning, 3 error); None: "
+        "drop them");
   m.def("status_string",
         [](int status) { return std::string(attnrt_status_string(static_cast<attnrt_status>(status))); });
   m.attr("ABI_VERSION") = nb::make_tuple(ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR);

@@ -242,6 +242,7 @@ int decode_bench(const DeviceInfo& device, const CommonArgs& args, const BenchAr
 
 int bench_command(const CommonArgs& args, const BenchArgs& b) {
   Runtime rt(runtime_options(args));
+  use_config_log_level(rt);
   const DeviceInfo device = rt.resolver().device();
   const bool cuda = device.dl.device_type == kDLCUDA;
   const std::string device_word = cuda ? "cuda" : "cpu";

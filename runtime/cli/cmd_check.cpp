@@ -21,6 +21,7 @@ int check_command(const CommonArgs& args) {
   const std::string plugin = rest.positional.front();
   rest.positional.erase(rest.positional.begin());
   Runtime rt(runtime_options(rest));  // for plugin_dirs and the search path
+  use_config_log_level(rt);
   ConformanceOptions options;
   if (args.timeout > 0) options.timeout_seconds = args.timeout;
   const ConformanceReport report = run_conformance(plugin, rt.registry(), options);

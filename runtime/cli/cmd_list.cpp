@@ -57,6 +57,7 @@ struct Column {
 
 int list_command(const CommonArgs& args) {
   Runtime rt(runtime_options(args));
+  use_config_log_level(rt);
   Registry& reg = rt.registry();
   const DeviceInventory& inv = probe_devices();
   std::vector<const DeviceInfo*> devices = {&inv.cpu};

@@ -32,6 +32,7 @@ std::string rejected_summary(const Resolution& r) {
 
 int resolve_command(const CommonArgs& args) {
   Runtime rt(runtime_options(args));
+  use_config_log_level(rt);
   const WorkloadSpec spec = read_workload(rt.config(), Runtime::data_dir(), nullptr);
   Workload workload = make_workload(spec);
   if (rt.sites().sites.empty())

@@ -45,6 +45,7 @@ std::string describe_call(const attnrt_attention_desc& d, const Workload& w) {
 
 int run_command(const CommonArgs& args) {
   Runtime rt(runtime_options(args));
+  use_config_log_level(rt);
   std::vector<std::string> warnings;
   const WorkloadSpec spec = read_workload(rt.config(), Runtime::data_dir(), &warnings);
   for (const auto& w : warnings) fmt::print(stderr, "WARNING: {}\n", w);

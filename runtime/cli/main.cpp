@@ -1,7 +1,9 @@
 // attnrt: resolve and run attention backends from YAML configuration.
 #include "commands.hpp"
+#include "options.hpp"
 
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/log.hpp>
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -35,6 +37,17 @@ void setup_logging(const std::string& level) {
   logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
+  // libattnrt is quiet unless its host listens: the CLI is a host that prints what it hears.
+  const auto library_level = attnrt::parse_log_level(level == "trace" ? "debug" : level);
+  attnrt::set_log_callback(
+      [logger](attnrt::LogLevel l, std::string_view message) {
+        const spdlog::level::level_enum as = l == attnrt::LogLevel::kDebug  ? spdlog::level::debug
+                                             : l == attnrt::LogLevel::kInfo ? spdlog::level::info
+                                             : l == attnrt::LogLevel::kWarn ? spdlog::level::warn
+                                                                            : spdlog::level::err;
+        logger->log(as, "{}", message);
+      },
+      library_level.value_or(attnrt::LogLevel::kInfo));
 }
 
 }  // namespace
@@ -139,6 +152,7 @@ int main(int argc, char** argv) {
   std::string level = verbose ? "debug" : log_level;
   if (level == "warning") level = "warn";
   setup_logging(level);
+  attnrt::cli::set_log_level_from_command_line(verbose || app.get_option("--log-level")->count() > 0);
 
   try {
     if (list->parsed()) return attnrt::cli::list_command(args);

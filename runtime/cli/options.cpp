@@ -2,7 +2,20 @@
 
 #include <attnrt/runtime/error.hpp>
 
+#include <spdlog/spdlog.h>
+
 namespace attnrt::cli {
+namespace {
+bool g_level_from_command_line = false;
+}  // namespace
+
+void set_log_level_from_command_line(bool chosen) { g_level_from_command_line = chosen; }
+
+void use_config_log_level(const Runtime& runtime) {
+  if (g_level_from_command_line) return;
+  const std::string& level = runtime.settings().log_level;
+  spdlog::set_level(spdlog::level::from_str(level == "warning" ? "warn" : level));
+}
 
 RuntimeOptions runtime_options(const CommonArgs& args) {
   RuntimeOptions options;

@@ -118,6 +118,32 @@ TEST(Cli, MisspelledKeyGetsDidYouMean) {
       << r.output;
 }
 
+// The library prints nothing itself (log.hpp); the CLI prints what it hears, at the level of
+// --log-level, else of the config's attnrt.log_level.
+TEST(Cli, ConfigLogLevelIsTheCliLevelUnlessTheCommandLineChoseOne) {
+  const std::string fallback = "configs/examples/verl_ppo.yaml";  // critic.model falls back on the CPU
+  auto r = run_cli("resolve " + fallback);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "INFO: critic.model: attention backend: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable")) << r.output;
+
+  r = run_cli("resolve " + fallback + " attnrt.log_level=warning");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "INFO: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "WARNING: critic.model: flash_attention_2 requested but not usable")) << r.output;
+
+  r = run_cli("resolve " + fallback + " attnrt.log_level=off");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "WARNING: ")) << r.output;
+
+  r = run_cli("--log-level info resolve " + fallback + " attnrt.log_level=off");
+  EXPECT_TRUE(contains(r.output, "INFO: critic.model: attention backend: ")) << r.output;
+
+  r = run_cli("resolve " + fallback + " attnrt.log_level=loud");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "attnrt.log_level 'loud' is not one of debug, info, warning, error, off")) << r.output;
+}
+
 TEST(Cli, ErrorsAreOneClearLineAndNonZero) {
   auto r =
       run_cli("run configs/examples/verl_ppo.yaml actor_rollout_ref.model.override_config.attn_implementation=eager");

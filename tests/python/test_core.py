@@ -1,5 +1,6 @@
 """attnrt's core module on NumPy arrays (DLPack, no torch): resolution, forward against a NumPy
 reference, the caller's workspace, and errors as attnrt.Error subclasses naming the problem."""
+import logging
 import math
 
 import numpy as np
@@ -131,3 +132,18 @@ def test_paged_append_then_attention_matches_contiguous(runtime):
     assert np.abs(lse - ref_lse).max() < 1e-4
     with pytest.raises(attnrt.Error, match="slot_mapping"):
         backend.append_kv(d, k_new, v_new, np.full(41, 10**6, dtype=np.int64), k_cache, v_cache)
+
+
+def test_library_messages_go_to_logging_and_nothing_to_stderr(runtime, caplog, capfd):
+    q, k, v = inputs()
+    d = desc_for(q, k, v, causal=False)
+    capfd.readouterr()
+    with caplog.at_level(logging.DEBUG, logger="attnrt"):
+        backend = runtime.resolve(d, "flash_attention_3")  # no CPU plugin: falls back, saying why
+    assert backend.name in ("sdpa", "eager")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "attnrt" and r.levelno == logging.WARNING]
+    assert any("flash_attention_3 requested but not usable on cpu" in m for m in warnings), warnings
+    chosen = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("attention backend: " + backend.name in m for m in chosen), chosen
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""

@@ -16,10 +16,11 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <latch>
 #include <map>
@@ -173,10 +174,25 @@ std::vector<Job> make_jobs(attnrt_runtime* runtime, const std::vector<Case>& cas
   return jobs;
 }
 
+// libattnrt's log callback (host_api.h), installed for one test: counts the messages that say
+// which backend a resolution chose. Removed when the test ends, before the counter goes.
+struct LogCounter {
+  std::atomic<size_t> chosen{0};
+  LogCounter() {
+    attnrt_set_log_callback(
+        [](void* self, attnrt_log_level level, const char* message) {
+          if (level == ATTNRT_LOG_INFO && std::strstr(message, ": attention backend: "))
+            static_cast<LogCounter*>(self)->chosen.fetch_add(1, std::memory_order_relaxed);
+        },
+        this, ATTNRT_LOG_DEBUG);
+  }
+  ~LogCounter() { attnrt_set_log_callback(nullptr, nullptr, ATTNRT_LOG_DEBUG); }
+};
+
 TEST(HostApiThreads, SharedRuntimeMatchesSingleThreadedRunBitForBit) {
-  // Every resolution logs its choice and fallbacks: here through a logger without sinks, so that
-  // the messages are still formatted on every thread, but not printed a thousand times.
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("host_api_threads_test"));
+  // Every resolution logs its choice and fallbacks: here to a callback that counts them, so that
+  // the messages are still formatted and delivered on every thread at once, but not printed.
+  LogCounter log;
   std::vector<Case> cases = make_cases();
   const std::vector<std::string> overrides = site_overrides();
 
@@ -281,6 +297,8 @@ TEST(HostApiThreads, SharedRuntimeMatchesSingleThreadedRunBitForBit) {
   attnrt_backend_release(held);
 
   expect_no_problems(problems);
+  // Each worker's resolutions each said which backend they chose, to the callback, from its thread.
+  EXPECT_GE(log.chosen.load(), static_cast<size_t>(kWorkers) * kRounds * jobs.size());
   const size_t calls = static_cast<size_t>(kWorkers) * kRounds * (jobs.size() + 1);
   std::printf(
       "%d threads on one runtime (%zu resolutions with their forward and backward calls) and %d creating "
@@ -297,7 +315,7 @@ TEST(HostApiThreads, SharedRuntimeMatchesSingleThreadedRunBitForBit) {
 // threads that miss the cache together each create an instance of their own (or corrupt the
 // cache's map), which this sees even when nothing crashes.
 TEST(HostApiThreads, FirstResolutionsShareOneInstancePerLibrary) {
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("host_api_threads_test"));
+  LogCounter log;
   const std::vector<Case> cases = make_cases();
   const std::filesystem::path plugins = ATTNRT_TEST_PLUGINS;
   // Two values reach eager's library (its name and its path), flash_attention_3 falls back to

@@ -146,6 +146,23 @@ ATTNRT_HOST_API attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* ba
                                                        const attnrt_append_kv_args* args, const attnrt_exec* exec,
                                                        attnrt_message* error);
 
+/* ---- Appended for a quiet library (issue 19).
+ * libattnrt prints nothing by itself. What it has to say (each resolution's choice and every
+ * fallback reason, plugin folders passed over, configuration warnings, and what plugins log
+ * through attnrt_host_info.log, prefixed with the plugin's name) goes to the callback installed
+ * here, and without one is dropped, unless the environment asks for it with
+ * ATTNRT_LOG_LEVEL=debug|info|warn|error (then written to stderr as "attnrt: WARNING: ...").
+ * The callback is process-wide (messages name their site or plugin) and receives messages at
+ * `min_level` (plugin_abi.h's attnrt_log_level) and above: fn(user_data, level, message), the
+ * message NUL-terminated and valid only during the call. It may be called from any thread that
+ * creates a runtime or resolves, and from a plugin's calls if the plugin logs, concurrently: it
+ * must be thread-safe and must not call attnrt_set_log_callback. fn NULL removes it
+ * (ATTNRT_LOG_LEVEL then no longer applies either). Returns once no message is being delivered
+ * to the old callback, so its user_data may be freed then. ATTNRT_ERROR_INVALID_ARGUMENT for a
+ * min_level outside the enum. */
+typedef void (*attnrt_log_fn)(void* user_data, attnrt_log_level level, const char* message);
+ATTNRT_HOST_API attnrt_status attnrt_set_log_callback(attnrt_log_fn fn, void* user_data, attnrt_log_level min_level);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

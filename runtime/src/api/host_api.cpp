@@ -3,11 +3,13 @@
 #include <attnrt/plugin.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/log.hpp>
 #include <attnrt/runtime/runtime.hpp>
 
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 
 struct attnrt_runtime {
   std::unique_ptr<attnrt::Runtime> runtime;
@@ -197,6 +199,22 @@ attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* backend, const att
                                   : "exec");
   }
   return guard(error, [&] { backend->backend->append_kv(*desc, *args, *exec); });
+}
+
+attnrt_status attnrt_set_log_callback(attnrt_log_fn fn, void* user_data, attnrt_log_level min_level) {
+  const int level = static_cast<int>(min_level);
+  if (level < ATTNRT_LOG_DEBUG || level > ATTNRT_LOG_ERROR) return ATTNRT_ERROR_INVALID_ARGUMENT;
+  if (!fn) {
+    attnrt::set_log_callback(nullptr, attnrt::LogLevel::kOff);
+    return ATTNRT_OK;
+  }
+  attnrt::set_log_callback(
+      [fn, user_data](attnrt::LogLevel l, std::string_view message) {
+        const std::string text(message);  // NUL-terminated for C
+        fn(user_data, static_cast<attnrt_log_level>(l), text.c_str());
+      },
+      static_cast<attnrt::LogLevel>(level));
+  return ATTNRT_OK;
 }
 
 }  // extern "C"

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
+#include "../log/log.hpp"
 
 namespace attnrt {
 namespace {
@@ -84,21 +84,21 @@ Runtime::Runtime(const RuntimeOptions& options) {
   // A search folder passed over (relative, or writable by others) is a warning: plugins the user
   // expects are missing, or someone else's would have been loaded. Broken plugins in a folder are
   // reported where they are asked for, and by `attnrt list`.
-  for (const std::string& problem : registry_->scan_problems()) spdlog::warn("plugin path: {}", problem);
-  for (const BrokenPlugin& b : registry_->broken()) spdlog::debug("plugin scan: {}", b.reason);
+  for (const std::string& problem : registry_->scan_problems()) log::warn("plugin path: {}", problem);
+  for (const BrokenPlugin& b : registry_->broken()) log::debug("plugin scan: {}", b.reason);
 
   DeviceInfo device = select_device(settings_.device, probe_devices());
   if (settings_.device == "auto" && device.dl.device_type == kDLCUDA && !any_plugin_runs_on_cuda(*registry_)) {
     // A GPU with no plugin for it would make every site fail; auto means "where attnrt can run".
-    spdlog::info("device auto: {} ({}) found, but no installed plugin supports CUDA; using cpu", device.label(),
-                 device.name);
+    log::info("device auto: {} ({}) found, but no installed plugin supports CUDA; using cpu", device.label(),
+              device.name);
     device = probe_devices().cpu;
   }
   resolver_ = std::make_unique<Resolver>(*registry_, settings_, deprecations, rules_, device);
 
   sites_ = find_sites(config_, deprecations, settings_.default_implementation);
   warnings_.insert(warnings_.end(), sites_.warnings.begin(), sites_.warnings.end());
-  for (const std::string& w : warnings_) spdlog::warn("{}", w);
+  for (const std::string& w : warnings_) log::warn("{}", w);
 }
 
 }  // namespace attnrt

@@ -2,6 +2,7 @@
 
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 #include <attnrt/validate.hpp>
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+
+#include "../log/log.hpp"
 
 namespace attnrt {
 namespace {
@@ -36,6 +39,15 @@ Backend::Backend(std::shared_ptr<PluginLibrary> library) : library_(std::move(li
   host.struct_size = sizeof host;
   host.host_abi_major = ATTNRT_ABI_VERSION_MAJOR;
   host.host_abi_minor = ATTNRT_ABI_VERSION_MINOR;
+  // What a plugin logs joins the library's messages (log.hpp), under the plugin's name. The
+  // library outlives the instance, so its address is a valid user_data for the instance's life.
+  host.log = [](void* user_data, attnrt_log_level level, const char* text) {
+    const int l = static_cast<int>(level);
+    if (l < ATTNRT_LOG_DEBUG || l > ATTNRT_LOG_ERROR || !text) return;
+    log::at(static_cast<LogLevel>(l), "{}: {}", static_cast<const PluginLibrary*>(user_data)->api().name,
+            shorten_for_message(text));
+  };
+  host.log_user_data = library_.get();
   MessageBuffer err;
   const attnrt_status status = library_->api().create(&host, &instance_, err.get());
   if (status != ATTNRT_OK) fail("create", status, err.text());

@@ -1,6 +1,8 @@
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/log.hpp>
 #include <attnrt/runtime/settings.hpp>
 #include <attnrt/runtime/sites.hpp>
+#include <attnrt/runtime/yaml_input.hpp>
 
 #include <fmt/format.h>
 
@@ -61,9 +63,13 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
         s.known_issues = v.as<bool>();
       else if (key == "allow_writable_plugins")
         s.allow_writable_plugins = v.as<bool>();
-      else if (key == "log_level")
+      else if (key == "log_level") {
         s.log_level = v.as<std::string>();
-      else if (key == "plugin_dirs" || key == "rules_files") {
+        if (!parse_log_level(s.log_level) || s.log_level == "warn") {
+          throw Error(fmt::format("{}: attnrt.log_level '{}' is not one of debug, info, warning, error, off", where,
+                                  shorten_for_message(s.log_level)));
+        }
+      } else if (key == "plugin_dirs" || key == "rules_files") {
         if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");
         auto& out = key == "plugin_dirs" ? s.plugin_dirs : s.rules_files;
         for (const auto& item : v) out.push_back(resolve_path(config, path, item.as<std::string>()));

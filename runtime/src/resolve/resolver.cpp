@@ -3,9 +3,10 @@
 #include <attnrt/runtime/yaml_input.hpp>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
+
+#include "../log/log.hpp"
 
 namespace attnrt {
 namespace {
@@ -127,7 +128,7 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
     res.error = fmt::format("{}: no fallback chain is configured for {} (attnrt.fallback)", site, res.device);
   }
 
-  for (const std::string& name : res.notes) spdlog::warn("{}: {}", site, name);
+  for (const std::string& name : res.notes) log::warn("{}: {}", site, name);
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string& candidate = candidates[i];
     const ParsedValue form = classify_value(candidate);
@@ -145,15 +146,15 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
       }
     }
     for (const std::string& n : notes) {
-      spdlog::warn("{}: {}", site, n);
+      log::warn("{}: {}", site, n);
       res.notes.push_back(n);
     }
     if (!reason.empty() || !backend) {
       res.attempts.push_back({candidate, reason});
       const bool last = i + 1 == candidates.size();
-      spdlog::warn("{}: {} {} on {}: {}.{}", site, shorten_for_message(candidate),
-                   i == 0 && requested.form != ValueForm::kAuto ? "requested but not usable" : "not usable", res.device,
-                   reason, last ? "" : fmt::format(" Falling back to '{}'", candidates[i + 1]));
+      log::warn("{}: {} {} on {}: {}.{}", site, shorten_for_message(candidate),
+                i == 0 && requested.form != ValueForm::kAuto ? "requested but not usable" : "not usable", res.device,
+                reason, last ? "" : fmt::format(" Falling back to '{}'", candidates[i + 1]));
       continue;
     }
     res.attempts.push_back({candidate, ""});
@@ -161,8 +162,8 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
     res.chosen = backend->name();
     res.description = backend->library().api().description ? backend->library().api().description : "";
     res.fell_back = requested.form != ValueForm::kAuto && i > 0;
-    spdlog::info("{}: attention backend: {} ({}) on {}{}", site, res.chosen, res.description, res.device,
-                 res.fell_back ? fmt::format(", falling back from '{}'", shorten_for_message(res.normalized)) : "");
+    log::info("{}: attention backend: {} ({}) on {}{}", site, res.chosen, res.description, res.device,
+              res.fell_back ? fmt::format(", falling back from '{}'", shorten_for_message(res.normalized)) : "");
     return res;
   }
 

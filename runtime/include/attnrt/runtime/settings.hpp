@@ -22,6 +22,9 @@ struct ATTNRT_API Settings {
   std::map<std::string, std::vector<std::string>> fallback;
   bool known_issues = true;                        // apply known_issues.yaml
   std::vector<std::filesystem::path> rules_files;  // extra rule files
+  // debug | info | warning | error | off: the level a host that prints attnrt's messages (the
+  // CLI) prints at when its own command line chose none. The library itself prints nothing
+  // (log.hpp).
   std::string log_level = "info";
   // Load plugins from files and folders that other users can write to (refused otherwise; also
   // ATTNRT_ALLOW_WRITABLE_PLUGINS=1). Only for a machine where that is known to be safe.
