@@ -137,8 +137,7 @@ TEST(Log, HostApiCallback) {
   resolve_with_fallback();
   EXPECT_EQ(seen.warnings, before.warnings);
   EXPECT_EQ(seen.infos, before.infos);
-  EXPECT_EQ(attnrt_set_log_callback(nullptr, nullptr, static_cast<attnrt_log_level>(7)),
-            ATTNRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(attnrt_set_log_callback(nullptr, nullptr, static_cast<attnrt_log_level>(7)), ATTNRT_ERROR_INVALID_ARGUMENT);
 }
 
 // ATTNRT_LOG_LEVEL is how a user of a program that installs no callback asks to see messages. It

@@ -78,9 +78,7 @@ const char* log_level_name(LogLevel level) {
 
 namespace log {
 
-bool enabled(LogLevel level) {
-  return static_cast<int>(level) >= state().min_level.load(std::memory_order_relaxed);
-}
+bool enabled(LogLevel level) { return static_cast<int>(level) >= state().min_level.load(std::memory_order_relaxed); }
 
 void emit(LogLevel level, const std::string& message) {
   State& s = state();
