@@ -57,5 +57,7 @@ int bench_command(const CommonArgs& args, const BenchArgs& bench);
 int resolve_command(const CommonArgs& args);
 int run_command(const CommonArgs& args);
 int check_command(const CommonArgs& args);
+// attnrt lock: `output` "" writes attnrt.lock beside the first config file (or here).
+int lock_command(const CommonArgs& args, const std::string& output);
 
 }  // namespace attnrt::cli

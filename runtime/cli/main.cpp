@@ -83,6 +83,15 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run->add_option("--iterations", args.iterations, "Timed repeats (0: the workload's)")->check(CLI::NonNegativeNumber);
 
+  std::string lock_output;
+  auto* lock = app.add_subcommand(
+      "lock",
+      "Write a lockfile with the sha256 of every plugin library the configuration can resolve to (use it with "
+      "attnrt.lockfile: then only those files are loaded)");
+  lock->add_option("args", args.positional, "Optional CONFIG and overrides");
+  lock->add_option("-o,--output", lock_output, "Lockfile to write (default: attnrt.lock beside CONFIG, or here)");
+  lock->add_flag("--json", args.json, "Print JSON");
+
   auto* check =
       app.add_subcommand("check",
                          "Conformance kit: load, ABI, manifest, numerics of every advertised feature, "
@@ -158,6 +167,7 @@ int main(int argc, char** argv) {
     if (list->parsed()) return attnrt::cli::list_command(args);
     if (resolve->parsed()) return attnrt::cli::resolve_command(args);
     if (check->parsed()) return attnrt::cli::check_command(args);
+    if (lock->parsed()) return attnrt::cli::lock_command(args, lock_output);
     if (bench->parsed()) {
       if (bench_args.decode && hdim_option->count() == 0) bench_args.hdims = "128";  // the decode shapes
       return attnrt::cli::bench_command(args, bench_args);

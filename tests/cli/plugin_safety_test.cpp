@@ -4,6 +4,7 @@
 // whole in messages.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <fstream>
 
 #include "test_support.hpp"
 
@@ -66,6 +67,41 @@ TEST(PluginSafetyCli, WorldWritableFolderIsRefusedAndItsEagerShadowsNothing) {
   EXPECT_TRUE(contains(r.output, (shared / "eager/libattnrt_eager.so").string())) << r.output;
   r = run_cli("list", env + " ATTNRT_ALLOW_WRITABLE_PLUGINS=1");
   EXPECT_TRUE(contains(r.output, (shared / "eager/libattnrt_eager.so").string())) << r.output;
+}
+
+// attnrt lock pins what the config resolves to; a pinned plugin whose file then changes (here one
+// byte appended to a copy of eager that shadows the built-in one) is refused before it is loaded,
+// with both digests, and the site falls back (or fails under strict).
+TEST(PluginSafetyCli, LockedPluginThatChangesIsRefusedWithBothDigests) {
+  TempDir dir;
+  const fs::path plugins = dir.path() / "plugins";
+  fs::create_directories(plugins);
+  fs::copy(test::plugins_dir() / "eager", plugins / "eager", fs::copy_options::recursive);
+  const fs::path lock = dir.path() / "attnrt.lock";
+  const std::string config = "configs/examples/verl_ppo_eager.yaml attnrt.plugin_dirs=[" + plugins.string() + "]";
+  auto r = run_cli("lock " + config + " -o " + lock.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "wrote " + lock.string())) << r.output;
+  const std::string text = test::read_file(lock);
+  EXPECT_TRUE(contains(text, (plugins / "eager/libattnrt_eager.so").string())) << text;
+  EXPECT_TRUE(contains(text, "name: sdpa")) << "the fallback chain is locked too: " << text;
+
+  const std::string locked = config + " +attnrt.lockfile=" + lock.string() + " --json";
+  r = run_cli("resolve " + locked);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"chosen\": \"eager\"")) << r.output;
+  EXPECT_FALSE(contains(r.output, "refused")) << r.output;
+
+  std::ofstream(plugins / "eager/libattnrt_eager.so", std::ios::app | std::ios::binary) << '\0';
+  r = run_cli("resolve " + locked);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, (plugins / "eager/libattnrt_eager.so").string() + ": refused: its sha256 is "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "but 'eager' is pinned to ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"chosen\": \"sdpa\"")) << "falls back: " << r.output;
+  r = run_cli("resolve " + locked + " attnrt.strict=true");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "strict mode: 'eager' cannot be used")) << r.output;
 }
 
 TEST(PluginSafetyCli, LongValueIsShortenedInMessages) {

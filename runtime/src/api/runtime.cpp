@@ -80,7 +80,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
 
   std::vector<std::filesystem::path> dirs = settings_.plugin_dirs;
   for (const auto& d : Registry::default_search_dirs()) dirs.push_back(d);
-  registry_ = std::make_unique<Registry>(dirs, settings_.allow_writable_plugins);
+  registry_ = std::make_unique<Registry>(dirs, settings_.allow_writable_plugins, settings_.pins);
   // A search folder passed over (relative, or writable by others) is a warning: plugins the user
   // expects are missing, or someone else's would have been loaded. Broken plugins in a folder are
   // reported where they are asked for, and by `attnrt list`.

@@ -10,8 +10,9 @@ namespace attnrt {
 
 const std::vector<std::string>& settings_keys() {
   static const std::vector<std::string> keys = {
-      "device",   "strict",       "num_threads", "plugin_dirs", "default_implementation",
-      "fallback", "known_issues", "rules_files", "log_level",   "allow_writable_plugins"};
+      "device",        "strict",       "num_threads", "plugin_dirs", "default_implementation",
+      "fallback",      "known_issues", "rules_files", "log_level",   "allow_writable_plugins",
+      "plugin_sha256", "lockfile"};
   return keys;
 }
 
@@ -68,6 +69,32 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
         if (!parse_log_level(s.log_level) || s.log_level == "warn") {
           throw Error(fmt::format("{}: attnrt.log_level '{}' is not one of debug, info, warning, error, off", where,
                                   shorten_for_message(s.log_level)));
+        }
+      } else if (key == "lockfile") {
+        if (!v.IsScalar() || v.Scalar().empty()) throw Error(where + ": 'lockfile' must be the path of a lockfile");
+        s.lockfile = resolve_path(config, path, v.Scalar());
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(s.lockfile, ec)) {
+          throw Error(
+              fmt::format("{}: lockfile {} does not exist (write it with 'attnrt lock')", where, s.lockfile.string()));
+        }
+        PluginPins locked = read_lockfile(s.lockfile);
+        // Pins set in the config itself stay (plugin_sha256 may come first).
+        for (const auto& [name, list] : s.pins.pins_by_name())
+          for (const PluginPin& p : list) locked.add(p);
+        s.pins = std::move(locked);
+      } else if (key == "plugin_sha256") {
+        if (!v.IsMap()) throw Error(where + ": 'plugin_sha256' must map plugin names to sha256 digests");
+        for (const auto& pin : v) {
+          const std::string name = pin.first.as<std::string>();
+          const std::string at = config.origin(path + "." + name).describe();
+          if (pin.second.IsScalar()) {
+            s.pins.add({name, pin.second.Scalar(), at});
+          } else if (pin.second.IsSequence()) {
+            for (const auto& d : pin.second) s.pins.add({name, d.as<std::string>(), at});
+          } else {
+            throw Error(at + ": a pin is a sha256 digest or a list of them");
+          }
         }
       } else if (key == "plugin_dirs" || key == "rules_files") {
         if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");

@@ -1,20 +1,26 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/plugin_library.hpp>
 
-#include "elf_check.hpp"
-#include "file_trust.hpp"
-
 #include <boost/dll/shared_library.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <dlfcn.h>
-
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.hpp"
+#include "elf_check.hpp"
+#include "file_trust.hpp"
 
 namespace attnrt {
 namespace fs = std::filesystem;
@@ -22,6 +28,13 @@ namespace fs = std::filesystem;
 PluginLibrary::~PluginLibrary() = default;
 
 namespace {
+
+struct FileDescriptor {
+  int fd = -1;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 // For a library that is not there: the .so files its folder does hold, so that a manifest naming
 // the wrong file ("library: libmy_attention.so" where the build made libattnrt_my_attention.so)
@@ -45,7 +58,8 @@ std::string libraries_beside(const fs::path& path) {
 // a file that exists but cannot serve as a plugin of this runtime (not loadable here, not an
 // attnrt plugin, another ABI major, a malformed function table) is UNSUPPORTED, the status a
 // resolution that passes over it reports too.
-std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool allow_writable) {
+std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool allow_writable, const PluginPins* pins,
+                                                   const std::string& expected_name) {
   const std::string where = path.string();
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(where + ": no such file" + libraries_beside(path));
@@ -65,6 +79,19 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool al
   // process (SIGBUS on a segment past the end of the file) instead of failing the call.
   if (const std::string problem = elf_problem(path); !problem.empty())
     throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": not a loadable shared library (" + problem + ")");
+  // Pins: hash the file through a descriptor kept open across the load, then make sure the path
+  // loaded is still that file, so a swap between the two is seen.
+  std::string digest;
+  struct stat hashed {};
+  FileDescriptor fd;
+  if (pins && !pins->empty()) {
+    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd.fd < 0 || ::fstat(fd.fd, &hashed) != 0)
+      throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": cannot be opened to check its sha256: " + std::strerror(errno));
+    digest = sha256_of_fd(fd.fd, where);
+    if (const std::string why = pins->refusal(expected_name, digest); !why.empty())
+      throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": " + why);
+  }
   // One library at a time in the process: runtimes on several threads may open one library at
   // once, and the ABI does not ask a plugin's entry point to be reentrant.
   static std::mutex open_mutex;
@@ -72,6 +99,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool al
 
   std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
   plugin->path_ = fs::absolute(path);
+  plugin->sha256_ = digest;
   try {
     // RTLD_LOCAL: two plugins may carry symbols of the same name without clashing.
     // RTLD_NODELETE: a plugin may own threads that outlive its handle (an OpenMP pool, CUDA's
@@ -81,6 +109,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool al
     plugin->lib_ = std::make_unique<boost::dll::shared_library>(plugin->path_, mode);
   } catch (const std::exception& e) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": not a loadable shared library (" + e.what() + ")");
+  }
+  if (fd.fd >= 0) {
+    struct stat loaded {};
+    if (::stat(plugin->path_.c_str(), &loaded) != 0 || loaded.st_dev != hashed.st_dev || loaded.st_ino != hashed.st_ino)
+      throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                  where + ": refused: the file was replaced while it was being checked and loaded");
   }
   if (!plugin->lib_->has(ATTNRT_PLUGIN_ENTRY_SYMBOL)) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED,
@@ -127,9 +161,16 @@ std::shared_ptr<PluginLibrary> PluginLibrary::open(const fs::path& path, bool al
   if ((api->capabilities->features & ATTNRT_FEATURE_BACKWARD) && api->backward == nullptr) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, where + ": advertises backward but its backward entry is NULL");
   }
+  if (!digest.empty()) {
+    // A loose library or one named by path is known by its own name only now.
+    if (const std::string why = pins->refusal(api->name, digest); !why.empty())
+      throw Error(ATTNRT_ERROR_UNSUPPORTED, where + " (plugin '" + api->name + "'): " + why);
+  }
   plugin->api_ = api;
   return plugin;
 }
+
+std::string PluginLibrary::sha256() const { return sha256_.empty() ? sha256_of_file(path_) : sha256_; }
 
 std::string PluginLibrary::abi_version() const {
   return std::to_string(api_->abi_major) + "." + std::to_string(api_->abi_minor);

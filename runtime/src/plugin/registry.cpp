@@ -14,9 +14,10 @@
 namespace attnrt {
 namespace fs = std::filesystem;
 
-Registry::Registry(std::vector<fs::path> search_dirs, bool allow_writable)
+Registry::Registry(std::vector<fs::path> search_dirs, bool allow_writable, PluginPins pins)
     : search_dirs_(std::move(search_dirs)),
-      allow_writable_(allow_writable || writable_plugins_allowed_by_environment()) {
+      allow_writable_(allow_writable || writable_plugins_allowed_by_environment()),
+      pins_(std::move(pins)) {
   for (const fs::path& dir : search_dirs_) scan_dir(dir);
 }
 
@@ -110,7 +111,7 @@ void Registry::scan_dir(const fs::path& dir) {
         // reachable by path or by org/name.
       } else if (path.extension() == ".so") {
         // A loose library is named by its own entry point, so it has to be opened.
-        auto lib = PluginLibrary::open(path, allow_writable_);
+        auto lib = PluginLibrary::open(path, allow_writable_, &pins_);
         loaded_[fs::weakly_canonical(path).string()] = lib;
         add(PluginRecord{lib->name(), {}, path, std::nullopt, dir.string()});
       }
@@ -137,7 +138,7 @@ std::shared_ptr<PluginLibrary> Registry::load(const PluginRecord& record) {
     // run) by the first, under the lock, and shared. A failed open leaves no entry.
     std::lock_guard<std::mutex> lock(load_mutex_);
     auto it = loaded_.find(key);
-    lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library, allow_writable_);
+    lib = it != loaded_.end() ? it->second : PluginLibrary::open(record.library, allow_writable_, &pins_, record.name);
     loaded_[key] = lib;
   }
   if (record.manifest && lib->name() != record.manifest->name) {

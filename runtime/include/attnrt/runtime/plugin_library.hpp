@@ -8,6 +8,7 @@
 
 #include <attnrt/plugin_abi.h>
 #include <attnrt/runtime/export.hpp>
+#include <attnrt/runtime/pins.hpp>
 
 #include <filesystem>
 #include <memory>
@@ -26,6 +27,9 @@ class ATTNRT_API PluginLibrary {
   //  - neither it nor its folder is writable by other users, nor owned by another user than
   //    this one or root (else refused with the reason; `allow_writable`, or the environment's
   //    ATTNRT_ALLOW_WRITABLE_PLUGINS=1, skips this check on purpose);
+  //  - with `pins` (pins.hpp), its sha256 is allowed for `expected_name` (the name the registry
+  //    knows it by; "" when unknown until it is loaded), checked again against its own name once
+  //    loaded; the file hashed is the file loaded (same device and inode);
   //  - its ELF structure is sound for this host before the dynamic loader sees it (class,
   //    machine, every segment and section inside the file, ...; elf_check.hpp), else the
   //    reason, never a crash;
@@ -34,7 +38,8 @@ class ATTNRT_API PluginLibrary {
   //  - its ABI major equals ATTNRT_ABI_VERSION_MAJOR (else: both versions named);
   //  - its function table and capabilities are complete for ABI 1.0.
   // Every refusal of a file that exists is status UNSUPPORTED and names the path.
-  static std::shared_ptr<PluginLibrary> open(const std::filesystem::path& path, bool allow_writable = false);
+  static std::shared_ptr<PluginLibrary> open(const std::filesystem::path& path, bool allow_writable = false,
+                                             const PluginPins* pins = nullptr, const std::string& expected_name = "");
   ~PluginLibrary();
 
   const attnrt_plugin_api& api() const { return *api_; }
@@ -43,12 +48,15 @@ class ATTNRT_API PluginLibrary {
   std::string name() const { return api_->name; }
   std::string version() const { return api_->version ? api_->version : ""; }
   std::string abi_version() const;
+  // The sha256 of the library file: the one checked against pins at load, else computed now.
+  std::string sha256() const;
 
  private:
   PluginLibrary() = default;
   std::unique_ptr<boost::dll::shared_library> lib_;
   const attnrt_plugin_api* api_ = nullptr;
   std::filesystem::path path_;
+  std::string sha256_;  // when pins were checked
 };
 
 // "fp32, fp16, bf16" / "gqa, causal, ..." / "cpu, cuda sm80+": capability words for listings.

@@ -47,7 +47,8 @@ struct BrokenPlugin {
 class ATTNRT_API Registry {
  public:
   // Directories are scanned in the order given; the first plugin of a name wins.
-  explicit Registry(std::vector<std::filesystem::path> search_dirs, bool allow_writable = false);
+  // `pins` (pins.hpp): the sha256 pins every library is checked against before it is loaded.
+  explicit Registry(std::vector<std::filesystem::path> search_dirs, bool allow_writable = false, PluginPins pins = {});
 
   // The folder next to the loaded libattnrt: <libdir>/attnrt/plugins.
   static std::filesystem::path builtin_plugin_dir();
@@ -91,6 +92,7 @@ class ATTNRT_API Registry {
   std::vector<std::string> scan_problems_;
   std::vector<BrokenPlugin> broken_;
   bool allow_writable_ = false;
+  PluginPins pins_;
 };
 
 }  // namespace attnrt

@@ -4,6 +4,7 @@
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/device.hpp>
 #include <attnrt/runtime/export.hpp>
+#include <attnrt/runtime/pins.hpp>
 
 #include <filesystem>
 #include <map>
@@ -29,6 +30,11 @@ struct ATTNRT_API Settings {
   // Load plugins from files and folders that other users can write to (refused otherwise; also
   // ATTNRT_ALLOW_WRITABLE_PLUGINS=1). Only for a machine where that is known to be safe.
   bool allow_writable_plugins = false;
+  // sha256 pins (pins.hpp): attnrt.plugin_sha256 maps a plugin name to a digest or a list of
+  // them; attnrt.lockfile names a lockfile written by `attnrt lock` (relative to the config
+  // file that sets it), after which only locked libraries are loaded.
+  PluginPins pins;
+  std::filesystem::path lockfile;
 
   std::vector<std::string> fallback_chain(const DeviceInfo& device) const;
 };
