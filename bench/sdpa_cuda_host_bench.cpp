@@ -15,10 +15,17 @@
 //                                the floor of sdpa's rows. /pointers: a pointer array in the
 //                                frontend's uid order (what the plugin passes); /map: a uid ->
 //                                pointer std::unordered_map built per call (what it passed before)
+//   direct_forward/...           the plugin's own forward through its function table (an instance
+//                                of its own, the same desc, tensors and exec): the plugin's launch
+//                                path without libattnrt; forward_with_workspace minus this is what
+//                                the runtime adds (issue 19: <= 1 us), this minus EmptyKernelLaunch
+//                                what the plugin adds to a launch (issue 19: flash_attention_2's
+//                                launch path <= 4 us)
 // for sdpa, and for flash_attention_2 (a plugin that launches one kernel per forward: what the host
-// API and the tensor checks cost without cuDNN). Cases: bf16, head_dim 128, batch 2, 8 query and
-// 2 KV heads, causal, 256 tokens per sequence (dense, and varlen with 3 sequences, which adds the
-// plugin's offset kernel); small on purpose, the GPU's time is not what is measured.
+// API and the tensor checks cost without cuDNN). ATTNRT_HOST_BENCH_HEAD_DIM sets the head_dim of
+// every case (default 128; a build with ATTNRT_CUDA_KERNELS=reduced has flash_attention_2's 64). Cases: bf16, head_dim
+// 128, batch 2, 8 query and 2 KV heads, causal, 256 tokens per sequence (dense, and varlen with 3 sequences, which adds
+// the plugin's offset kernel); small on purpose, the GPU's time is not what is measured.
 //
 // Every call is checked (a failing status stops that benchmark with the message). Each case is
 // called once before its timing starts, so cuDNN's graph is built then: with
@@ -35,13 +42,17 @@
 #include <attnrt/host_api.h>
 #include <attnrt/harness/device_workload.hpp>
 #include <attnrt/harness/workload.hpp>
+#include <attnrt/runtime/plugin_library.hpp>
+#include <attnrt/runtime/registry.hpp>
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -95,7 +106,8 @@ class Call {
   Call(const std::string& backend, bool varlen) {
     attnrt::WorkloadSpec s;
     s.dtype = ATTNRT_DTYPE_BF16;
-    s.head_dim = s.head_dim_v = 128;
+    const char* hd = std::getenv("ATTNRT_HOST_BENCH_HEAD_DIM");
+    s.head_dim = s.head_dim_v = hd ? std::atoi(hd) : 128;
     s.heads_q = 8;
     s.heads_kv = 2;
     s.causal = true;
@@ -135,9 +147,22 @@ class Call {
       }
       exec_[backward].workspace = ws;
     }
+    // The plugin again, loaded beside the runtime (the same library: dlopen shares it), for calls
+    // through its function table with an instance of its own.
+    try {
+      attnrt::Registry registry(attnrt::Registry::default_search_dirs());
+      const attnrt::PluginRecord* record = registry.find(backend, "cuda");
+      if (!record) throw std::runtime_error("no plugin " + backend + " for cuda");
+      library_ = registry.load(*record);
+      attnrt_host_info host{sizeof host, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR, nullptr, nullptr};
+      if (library_->api().create(&host, &instance_, &err.m) != ATTNRT_OK) throw std::runtime_error(err.text);
+    } catch (const std::exception& e) {
+      error_ = std::string("direct: ") + e.what();
+      return;
+    }
     // The first calls build cuDNN's graphs (and the runtime's workspace); the timed ones hit.
     if (forward_with_workspace() != ATTNRT_OK || forward() != ATTNRT_OK || backward_with_workspace() != ATTNRT_OK ||
-        cudaStreamSynchronize(g_stream) != cudaSuccess) {
+        direct_forward() != ATTNRT_OK || cudaStreamSynchronize(g_stream) != cudaSuccess) {
       error_ = "warm-up: " + message_;
     }
   }
@@ -145,6 +170,7 @@ class Call {
     if (ws_forward_) cudaFree(ws_forward_);
     if (ws_backward_) cudaFree(ws_backward_);
     if (handle_) attnrt_backend_release(handle_);
+    if (instance_) library_->api().destroy(instance_);
   }
   const std::string& error() const { return error_; }
   const std::string& message() const { return message_; }
@@ -152,6 +178,7 @@ class Call {
   attnrt_status forward_with_workspace() {
     return keep(attnrt_backend_forward_with_workspace(handle_, &desc_, &fa_, &exec_[0], &err_.m));
   }
+  attnrt_status direct_forward() { return keep(library_->api().forward(instance_, &desc_, &fa_, &exec_[0], &err_.m)); }
   attnrt_status forward() { return keep(attnrt_backend_forward(handle_, &desc_, &fa_, 0, g_stream, &err_.m)); }
   attnrt_status backward_with_workspace() {
     return keep(attnrt_backend_backward_with_workspace(handle_, &desc_, &ba_, &exec_[1], &err_.m));
@@ -169,12 +196,14 @@ class Call {
   attnrt_forward_args fa_{};
   attnrt_backward_args ba_{};
   attnrt_exec exec_[2]{};
+  std::shared_ptr<attnrt::PluginLibrary> library_;
+  attnrt_instance* instance_ = nullptr;
   void *ws_forward_ = nullptr, *ws_backward_ = nullptr;
   Message err_;
   std::string message_, error_;
 };
 
-enum class Kind { kForwardWithWorkspace, kForward, kBackwardWithWorkspace };
+enum class Kind { kForwardWithWorkspace, kForward, kBackwardWithWorkspace, kDirectForward };
 
 void BM_Call(benchmark::State& state, const std::string& name, const std::string& backend, bool varlen, Kind kind) {
   Call c(backend, varlen);
@@ -194,6 +223,10 @@ void BM_Call(benchmark::State& state, const std::string& name, const std::string
     case Kind::kBackwardWithWorkspace:
       time_calls(
           state, name, [&] { return c.backward_with_workspace(); }, &c.message());
+      break;
+    case Kind::kDirectForward:
+      time_calls(
+          state, name, [&] { return c.direct_forward(); }, &c.message());
       break;
   }
 }
@@ -234,7 +267,8 @@ int main(int argc, char** argv) {
   };
   const Row rows[] = {{"forward_with_workspace", Kind::kForwardWithWorkspace},
                       {"forward", Kind::kForward},
-                      {"backward_with_workspace", Kind::kBackwardWithWorkspace}};
+                      {"backward_with_workspace", Kind::kBackwardWithWorkspace},
+                      {"direct_forward", Kind::kDirectForward}};
   for (const char* backend : {"sdpa", "flash_attention_2"}) {
     for (bool varlen : {false, true}) {
       for (const Row& r : rows) {

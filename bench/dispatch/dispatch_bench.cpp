@@ -31,7 +31,11 @@
 
 namespace {
 
-const std::string kPluginDir = ATTNRT_DISPATCH_PLUGIN_DIR;
+// The noop plugin's folder: the build's, or ATTNRT_DISPATCH_PLUGIN_DIR (a copy run elsewhere).
+std::string plugin_dir() {
+  const char* env = std::getenv("ATTNRT_DISPATCH_PLUGIN_DIR");
+  return env && *env ? env : ATTNRT_DISPATCH_PLUGIN_DIR;
+}
 
 struct Message {
   char text[2048] = {0};
@@ -69,7 +73,7 @@ struct Fixture {
   attnrt_backend_handle* handle = nullptr;
 
   Fixture() {
-    const std::string dirs = "attnrt.plugin_dirs=[" + kPluginDir + "]";
+    const std::string dirs = "attnrt.plugin_dirs=[" + plugin_dir() + "]";
     attnrt::RuntimeOptions options;
     options.overrides = {"attnrt.device=cpu", dirs};
     runtime = std::make_unique<attnrt::Runtime>(options);
@@ -82,7 +86,7 @@ struct Fixture {
       fa[c] = w[c].forward_args();
       ba[c] = w[c].backward_args();
     }
-    library = attnrt::PluginLibrary::open(kPluginDir + "/libattnrt_noop.so");
+    library = attnrt::PluginLibrary::open(plugin_dir() + "/libattnrt_noop.so");
     attnrt_host_info host{sizeof host, ATTNRT_ABI_VERSION_MAJOR, ATTNRT_ABI_VERSION_MINOR, nullptr, nullptr};
     Message err;
     if (library->api().create(&host, &instance, &err.m) != ATTNRT_OK) throw std::runtime_error(err.text);
