@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -170,6 +171,39 @@ TEST(Check, CrashInANumericsCaseNamesTheCase) {
   expect_only_failure(m, "numerics/cpu/fp32");
   EXPECT_EQ(m.at("numerics/cpu/fp32"), "FAIL: crashed with signal Segmentation fault (11) during causal: forward");
 }
+
+// Plugins that lie (issue 19; tests/fixtures/plugins/flawed_plugins.cpp): each passes the load,
+// ABI and argument checks, and numerics names its lie.
+struct Liar {
+  const char* fixture;
+  std::vector<const char*> expected;  // parts of the numerics/cpu/fp32 detail
+};
+
+class CheckCatchesLiars : public ::testing::TestWithParam<Liar> {};
+
+TEST_P(CheckCatchesLiars, NumericsNamesTheLie) {
+  int rc = -1;
+  const auto m = results(check_json((fixtures() / "flawed" / GetParam().fixture).string(), &rc));
+  EXPECT_EQ(rc, 1);
+  expect_only_failure(m, "numerics/cpu/fp32");
+  for (const char* part : GetParam().expected)
+    EXPECT_TRUE(contains(m.at("numerics/cpu/fp32"), part)) << m.at("numerics/cpu/fp32");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flawed, CheckCatchesLiars,
+    ::testing::Values(
+        Liar{"window_ignorer",
+             {"gqa+causal+window: window advertised but ignored: out matches the fp64 reference without window"}},
+        Liar{"causal_ignorer", {"causal: advertised but ignored: out matches the fp64 reference without causal"}},
+        Liar{"sink_ignorer", {"sinks: advertised but ignored: out matches the fp64 reference without sinks"}},
+        Liar{"lse_base2", {"base: lse: max error 2.", "biased: mean signed error +2"}},
+        Liar{"oob_writer", {"base: forward wrote outside out: 4 bytes after out's end (first at byte +0)"}},
+        Liar{"input_writer", {"base: forward wrote into its input q (4 bytes changed, first at byte 0)"}},
+        Liar{"supports_liar",
+             {"head_dim 256: accepted by its support query, then failed: supports_liar: forward failed (unsupported): "
+              "head_dim 256 is not implemented"}}),
+    [](const ::testing::TestParamInfo<Liar>& p) { return std::string(p.param.fixture); });
 
 TEST(Check, TextOutputShowsSecondsAndTheLimit) {
   const auto r = run_cli("check " + (fixtures() / "plugins/c_reference").string());

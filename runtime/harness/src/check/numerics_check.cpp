@@ -8,10 +8,13 @@
 // And the mean signed error must stay near zero: rounding errors average out, a bias does not.
 //
 // When an advertised feature's case fails and the output matches the reference computed without
-// that feature, the plugin is told so: "advertised but ignored". Goes through Backend, the host's
+// that feature, the plugin is told so: "advertised but ignored". Every call's outputs sit between
+// guard bands and its inputs are compared with copies (guards.hpp): a write outside an output or
+// into an input fails the case, whatever the numbers. Goes through Backend, the host's
 // validated path, because the question here is the answer, not the argument checks.
 #include "checks.hpp"
 #include "fixtures.hpp"
+#include "guards.hpp"
 #include "isolation.hpp"
 
 #include <attnrt/harness/reference.hpp>
@@ -30,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -84,15 +88,33 @@ struct Output {
   Measured got;
 };
 
-// Runs `backend` on w (outputs poisoned with NaN before each call) and measures what it wrote;
-// `what` ("causal: ") prefixes the reported case. Throws attnrt::Error from the call.
+// Runs `backend` on w (outputs poisoned with NaN before each call, and guarded: guards.hpp) and
+// measures what it wrote; `what` ("causal: ") prefixes the reported case. A write outside an
+// output or into an input is added to *damage. Throws attnrt::Error from the call.
 std::vector<Output> run_and_measure(Backend& backend, Workload& w, const ReferenceForward& ref,
-                                    const ReferenceBackward* gref, bool lse, const std::string& what) {
+                                    const ReferenceBackward* gref, bool lse, const std::string& what,
+                                    std::vector<std::string>* damage) {
+  auto note = [&](const std::string& phase, const std::string& d) {
+    if (!d.empty()) damage->push_back(fmt::format("{}{}", phase, d));
+  };
   attnrt_forward_args fa = w.forward_args();
   w.out.fill_nan();
   w.lse.fill_nan();
-  report_case(what + "forward");
-  backend.forward(w.desc, fa, 1);
+  {
+    UnchangedInputs inputs;
+    inputs.add(w.q, "q");
+    inputs.add(w.k, "k");
+    inputs.add(w.v, "v");
+    GuardedOutput out(w.out, "out");
+    std::optional<GuardedOutput> lse_out;
+    fa.out = out.dl();
+    if (fa.lse) fa.lse = lse_out.emplace(w.lse, "lse").dl();
+    report_case(what + "forward");
+    backend.forward(w.desc, fa, 1);
+    note("forward ", out.finish());
+    if (lse_out) note("forward ", lse_out->finish());
+    for (const std::string& c : inputs.changed()) note("forward ", c);
+  }
   std::vector<Output> outputs = {{"out", measure(w.out, ref.out)}};
   if (lse) outputs.push_back({"lse", measure(w.lse, ref.lse)});
   if (gref) {
@@ -101,8 +123,25 @@ std::vector<Output> run_and_measure(Backend& backend, Workload& w, const Referen
     w.dv.fill_nan();
     if (w.desc.has_sinks) w.dsinks.fill_nan();
     attnrt_backward_args ba = w.backward_args();
+    UnchangedInputs inputs;
+    for (auto [t, name] : {std::pair<HostTensor*, const char*>{&w.q, "q"},
+                           {&w.k, "k"},
+                           {&w.v, "v"},
+                           {&w.dout, "dout"},
+                           {&w.out, "out"},
+                           {&w.lse, "lse"}})
+      inputs.add(*t, name);
+    GuardedOutput dq(w.dq, "dq"), dk(w.dk, "dk"), dv(w.dv, "dv");
+    std::optional<GuardedOutput> dsinks;
+    ba.dq = dq.dl();
+    ba.dk = dk.dl();
+    ba.dv = dv.dl();
+    if (ba.dsinks) ba.dsinks = dsinks.emplace(w.dsinks, "dsinks").dl();
     report_case(what + "backward");
     backend.backward(w.desc, ba, 1);
+    for (GuardedOutput* g : {&dq, &dk, &dv}) note("backward ", g->finish());
+    if (dsinks) note("backward ", dsinks->finish());
+    for (const std::string& c : inputs.changed()) note("backward ", c);
     outputs.push_back({"dq", measure(w.dq, gref->dq)});
     outputs.push_back({"dk", measure(w.dk, gref->dk)});
     outputs.push_back({"dv", measure(w.dv, gref->dv)});
@@ -175,6 +214,18 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype,
     all_names.push_back(f.name);
   }
   if (all_names.size() > 1) cases.emplace_back(fmt::format("{}", fmt::join(all_names, "+")), all);
+  // The largest head_dim the capabilities allow (up to 256): the support query may refuse it (the
+  // capabilities are coarse), but what it accepts, forward must compute. A plugin whose support
+  // query says yes to what forward refuses fails here.
+  std::set<std::string> may_refuse;
+  if (const int top = std::min(caps.max_head_dim > 0 ? caps.max_head_dim : 64, 256);
+      top > cases.front().second.head_dim) {
+    WorkloadSpec s = base_spec(caps, dtype);
+    s.head_dim = top;
+    const std::string name = fmt::format("head_dim {}", top);
+    cases.emplace_back(name, s);
+    may_refuse.insert(name);
+  }
 
   Verdict verdict;
   std::vector<std::string> passed, fixed_cases;
@@ -184,7 +235,7 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype,
     report_case(name + ": support query");
     const std::string why = backend.unsupported_reason(w.desc);
     if (!why.empty()) {
-      verdict.failures.push_back(fmt::format("{}: advertised but refused: {}", name, why));
+      if (!may_refuse.count(name)) verdict.failures.push_back(fmt::format("{}: advertised but refused: {}", name, why));
       continue;
     }
     attnrt_forward_args fa = w.forward_args();
@@ -201,7 +252,8 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype,
     if (baseline && baseline->unsupported_reason(w.desc).empty()) {
       const double t = seconds_of([&] {
         try {
-          base = run_and_measure(*baseline, w, ref, gref ? &*gref : nullptr, lse, name + ": eager's ");
+          std::vector<std::string> ignored_damage;  // eager's own conduct is not on trial here
+          base = run_and_measure(*baseline, w, ref, gref ? &*gref : nullptr, lse, name + ": eager's ", &ignored_damage);
         } catch (const Error&) {
           base.reset();  // judged against the fixed tolerance instead
         }
@@ -212,11 +264,16 @@ std::string check_numerics(const std::filesystem::path& lib, attnrt_dtype dtype,
     if (!base) fixed_cases.push_back(name);
 
     std::vector<Output> got;
+    std::vector<std::string> damage;
     try {
-      got = run_and_measure(backend, w, ref, gref ? &*gref : nullptr, lse, name + ": ");
+      got = run_and_measure(backend, w, ref, gref ? &*gref : nullptr, lse, name + ": ", &damage);
     } catch (const Error& e) {
       verdict.failures.push_back(fmt::format("{}: accepted by its support query, then failed: {}", name, e.what()));
       continue;
+    }
+    if (!damage.empty()) {
+      verdict.failures.push_back(fmt::format("{}: {}", name, fmt::join(damage, "; ")));
+      continue;  // what it wrote where it should is beside the point
     }
 
     bool case_ok = true;
