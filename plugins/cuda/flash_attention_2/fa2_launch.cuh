@@ -37,17 +37,28 @@ struct Config {
     if (err_ != cudaSuccess) return err_; \
   } while (0)
 
-template <class Kernel>
-cudaError_t set_smem(Kernel kernel, size_t bytes) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+// The opt-in shared memory of `Kernel`, set once per device: the attribute belongs to the function
+// in the device's context and never changes here, and cudaFuncSetAttribute is a driver call on
+// every launch otherwise (issue 19: the launch path's host time). Kernel is a template argument so
+// that each kernel has its own record.
+template <auto Kernel>
+cudaError_t set_smem(size_t bytes) {
+  static std::atomic<uint64_t> done{0};  // bit d: set on device d
+  int device = 0;
+  ATTNRT_CUDA_TRY(cudaGetDevice(&device));
+  const uint64_t bit = device >= 0 && device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+  ATTNRT_CUDA_TRY(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_release);
+  return cudaSuccess;
 }
 
 template <class T, int HD, class Policy>
 cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
   using Tile = ForwardTile<HD, C::kFwdBM, C::kFwdBN, C::kFwdMT>;
-  auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT, Policy>;
-  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  constexpr auto kernel = forward_kernel<T, HD, C::kFwdBM, C::kFwdBN, C::kFwdMT, Policy>;
+  ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_q, C::kFwdBM), p.heads_q, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, typename Policy::Params{});
   return cudaGetLastError();
@@ -56,8 +67,8 @@ cudaError_t forward(const AttentionParams& p, cudaStream_t stream) {
 template <class T, int HD, class Policy, bool kDq>
 cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
   using Tile = DkDvTile<HD, kDq>;
-  auto kernel = dkdv_kernel<T, HD, kDq, Policy>;
-  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  constexpr auto kernel = dkdv_kernel<T, HD, kDq, Policy>;
+  ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, Tile::kBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
@@ -67,8 +78,8 @@ template <class T, int HD, class Policy, DkDv kMode, bool kDq = false>
 cudaError_t launch_dkdv_split(const AttentionParams& p, cudaStream_t stream) {
   using C = Config<HD>;
   using Tile = SplitDkDvTile<HD, C::kSplitBN, C::kSplitBM, kDq>;
-  auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq, Policy>;
-  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  constexpr auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq, Policy>;
+  ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, C::kSplitBN), p.heads_kv, p.batch);
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
@@ -124,8 +135,8 @@ cudaError_t backward(const AttentionParams& p, cudaStream_t stream) {
   if (p.seqlen_q == 0) return cudaSuccess;
   if (p.dq_accum) return launch_dq_convert<T, HD>(p, stream);
   using Tile = DqTile<HD, C::kDqBM, C::kDqBN>;
-  auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN, Policy>;
-  ATTNRT_CUDA_TRY(set_smem(kernel, Tile::kSmemBytes));
+  constexpr auto kernel = dq_kernel<T, HD, C::kDqBM, C::kDqBN, Policy>;
+  ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   kernel<<<dim3(ceil_div(p.seqlen_q, C::kDqBM), p.heads_q, p.batch), Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
