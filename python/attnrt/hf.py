@@ -3,8 +3,9 @@
 ``import attnrt.hf`` registers, with transformers' ``AttentionInterface`` and
 ``AttentionMaskInterface``, the name ``attnrt`` (attnrt's ``auto``) and ``attnrt:<value>`` for
 the built-in plugin names (eager, sdpa, flash_attention_2, flash_attention_3, sink;
-``register(value)`` adds any other name, alias or path), so that
-``from_pretrained(..., attn_implementation="attnrt:sdpa")`` runs attnrt's kernel. The mask
+``register(value)`` adds any other name, alias or path, and returns the name to use), so that
+``from_pretrained(..., attn_implementation="attnrt:sdpa")`` runs attnrt's kernel (on a model
+without transformers' SDPA support, gpt-oss, pass ``attnrt:SDPA``: see :func:`register`). The mask
 function is transformers' FlashAttention one: the model passes the 2-D padding mask (or None).
 
 Keyword arguments are mapped exactly (transformers' names -> attnrt's):
@@ -32,14 +33,24 @@ __all__ = ["attention_forward", "register", "PREFIX"]
 
 PREFIX = "attnrt"
 # Keywords a model passes that carry nothing attnrt must honour (None / False / the defaults).
-_NEUTRAL = {"position_ids", "cache_position", "use_cache", "past_key_values", "past_key_value", "layer_idx"}
+# output_router_logits: a mixture-of-experts model's (gpt-oss) flag for its router, passed down every layer.
+_NEUTRAL = {"position_ids", "cache_position", "use_cache", "past_key_values", "past_key_value", "layer_idx",
+            "output_router_logits"}
 _UNSUPPORTED_IF_SET = {"cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "head_mask", "encoder_hidden_states",
                        "position_bias", "cache"}
 
 
+# Registered transformers name -> attnrt value.
+_VALUES = {PREFIX: "auto"}
+# transformers reads these substrings in any attn_implementation name as a request for its own
+# integration (modeling_utils: `"sdpa" in name` runs the model's SDPA check, which gpt-oss fails),
+# so the name register() returns never contains them.
+_TRIGGERS = {"sdpa": "SDPA", "flex_attention": "FLEX_ATTENTION"}
+
+
 def _implementation(module) -> str:
     name = getattr(getattr(module, "config", None), "_attn_implementation", None) or PREFIX
-    return name[len(PREFIX) + 1:] if name.startswith(PREFIX + ":") else "auto"
+    return _VALUES.get(name, "auto")
 
 
 def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -86,11 +97,20 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
 
 def register(value: str = "auto") -> str:
     """Registers attnrt's `value` (a plugin name, alias, path or auto) with transformers under the
-    name ``attnrt:<value>`` (``attnrt`` for auto) and returns that name."""
+    name ``attnrt:<value>`` (``attnrt`` for auto) and returns the name to pass as
+    ``attn_implementation``. transformers takes a name containing ``sdpa`` or ``flex_attention`` for
+    its own SDPA or flex integration and checks the model for it (gpt-oss has no SDPA support), so
+    for such a value the returned name spells them in capitals (``attnrt:SDPA``); ``attnrt:sdpa``
+    is registered too and works on models that support SDPA."""
     name = PREFIX if value == "auto" else f"{PREFIX}:{value}"
-    AttentionInterface.register(name, attention_forward)
-    AttentionMaskInterface.register(name, flash_attention_mask)
-    return name
+    safe = name
+    for trigger, spelled in _TRIGGERS.items():
+        safe = safe.replace(trigger, spelled)
+    for n in {name, safe}:
+        _VALUES[n] = value
+        AttentionInterface.register(n, attention_forward)
+        AttentionMaskInterface.register(n, flash_attention_mask)
+    return safe
 
 
 for _value in ("auto", "eager", "sdpa", "flash_attention_2", "flash_attention_3", "sink"):

@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m attnrt.examples.train --attn_implementation sdpa``."""
