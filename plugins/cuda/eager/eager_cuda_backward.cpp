@@ -20,11 +20,11 @@ void Call::backward(const attnrt_attention_desc& d, const attnrt_backward_args& 
   float* dv32 = reinterpret_cast<float*>(ws + L.dv32);
   for (size_t b = 0; b < seqs.size(); ++b) {
     const SeqView& s = seqs[b];
-    const char* qb = static_cast<const char*>(q.data) + s.q_row0 * q.row_stride * es;
-    const char* kb = static_cast<const char*>(k.data) + s.k_row0 * k.row_stride * es;
-    const char* vb = static_cast<const char*>(v.data) + s.k_row0 * v.row_stride * es;
-    const char* dob = static_cast<const char*>(dout.data) + s.q_row0 * dout.row_stride * es;
-    char* dqb = static_cast<char*>(dq.data) + s.q_row0 * dq.row_stride * es;
+    const char* qb = static_cast<const char*>(q.data) + first_row(q, d, s.q_row0, b) * es;
+    const char* kb = static_cast<const char*>(k.data) + first_row(k, d, s.k_row0, b) * es;
+    const char* vb = static_cast<const char*>(v.data) + first_row(v, d, s.k_row0, b) * es;
+    const char* dob = static_cast<const char*>(dout.data) + first_row(dout, d, s.q_row0, b) * es;
+    char* dqb = static_cast<char*>(dq.data) + first_row(dq, d, s.q_row0, b) * es;
     check_cuda(cudaMemsetAsync(dk32, 0, sizeof(float) * s.k_len * kv_dk, stream), "zeroing dk");
     check_cuda(cudaMemsetAsync(dv32, 0, sizeof(float) * s.k_len * kv_dv, stream), "zeroing dv");
     for (int32_t hk0 = 0; hk0 < d.heads_kv && s.q_len > 0; hk0 += L.chunk_kv) {
@@ -80,8 +80,8 @@ void Call::backward(const attnrt_attention_desc& d, const attnrt_backward_args& 
              dk32 + hk0 * d.head_dim, ATTNRT_DTYPE_FP32, kv_dk, d.head_dim, ck);
       }
     }
-    char* dkb = static_cast<char*>(dk.data) + s.k_row0 * dk.row_stride * es;
-    char* dvb = static_cast<char*>(dv.data) + s.k_row0 * dv.row_stride * es;
+    char* dkb = static_cast<char*>(dk.data) + first_row(dk, d, s.k_row0, b) * es;
+    char* dvb = static_cast<char*>(dv.data) + first_row(dv, d, s.k_row0, b) * es;
     check_cuda(cuda::eager::convert_rows(dk32, dkb, kernel_dtype(d.dtype), s.k_len, d.heads_kv, d.head_dim,
                                          dk.row_stride, dk.head_stride, stream),
                "writing dk");

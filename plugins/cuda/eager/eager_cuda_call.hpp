@@ -67,6 +67,13 @@ std::vector<SeqView> sequences(const attnrt_attention_desc& d, const Args& a, cu
   return seqs;
 }
 
+// Element offset of sequence b's first token in `t`: from cu_seqlens when varlen (row0), else the
+// batch stride, which need not be seqlen x the row stride (a [batch, heads, seqlen, head_dim]
+// tensor seen through a transpose, as transformers hands its q/k/v over).
+inline int64_t first_row(const cuda::TensorRef& t, const attnrt_attention_desc& d, int64_t row0, size_t b) {
+  return d.is_varlen ? row0 * t.row_stride : static_cast<int64_t>(b) * t.batch_stride;
+}
+
 cuda::eager::RowParams row_params(const attnrt_attention_desc& d, const DLTensor* sinks, const DLTensor* alibi,
                                   const DLTensor* lse, const SeqView& s, int32_t b, int32_t h0, int32_t hc);
 

@@ -32,8 +32,8 @@ void Call::forward(const attnrt_attention_desc& d, const attnrt_forward_args& a)
   for (size_t b = 0; b < seqs.size(); ++b) {
     const SeqView& s = seqs[b];
     if (s.q_len == 0) continue;
-    const char* kb = static_cast<const char*>(k.data) + s.k_row0 * k.row_stride * es;
-    const char* vb = static_cast<const char*>(v.data) + s.k_row0 * v.row_stride * es;
+    const char* kb = static_cast<const char*>(k.data) + first_row(k, d, s.k_row0, b) * es;
+    const char* vb = static_cast<const char*>(v.data) + first_row(v, d, s.k_row0, b) * es;
     int64_t k_ld = k.row_stride, v_ld = v.row_stride, k_hs = k.head_stride, v_hs = v.head_stride;
     if (d.is_paged) {
       gather(d, a.k, a.v, a.block_table, int32_t(b), s.k_len, ws + L.kg, ws + L.vg, stream);
@@ -44,8 +44,8 @@ void Call::forward(const attnrt_attention_desc& d, const attnrt_forward_args& a)
       k_hs = d.head_dim;
       v_hs = d.head_dim_v;
     }
-    const char* qb = static_cast<const char*>(q.data) + s.q_row0 * q.row_stride * es;
-    char* ob = static_cast<char*>(out.data) + s.q_row0 * out.row_stride * es;
+    const char* qb = static_cast<const char*>(q.data) + first_row(q, d, s.q_row0, b) * es;
+    char* ob = static_cast<char*>(out.data) + first_row(out, d, s.q_row0, b) * es;
     for (int32_t hk0 = 0; hk0 < d.heads_kv; hk0 += L.chunk_kv) {
       const int32_t ck = std::min(L.chunk_kv, d.heads_kv - hk0), hc = ck * group, h0 = hk0 * group;
       const int64_t qk = int64_t(s.q_len) * s.k_len;
