@@ -43,9 +43,10 @@ _UNSUPPORTED_IF_SET = {"cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_le
 # Registered transformers name -> attnrt value.
 _VALUES = {PREFIX: "auto"}
 # transformers reads these substrings in any attn_implementation name as a request for its own
-# integration (modeling_utils: `"sdpa" in name` runs the model's SDPA check, which gpt-oss fails),
-# so the name register() returns never contains them.
-_TRIGGERS = {"sdpa": "SDPA", "flex_attention": "FLEX_ATTENTION"}
+# integration (modeling_utils: `"sdpa" in name` runs the model's SDPA check, which gpt-oss fails;
+# utils/generic.py: `"flash" in name` is "flash attention requested" and loads flash_attn or a
+# hub kernel), so the name register() returns never contains them.
+_TRIGGERS = {"sdpa": "SDPA", "flex_attention": "FLEX_ATTENTION", "flash": "FLASH"}
 
 
 def _implementation(module) -> str:
@@ -99,9 +100,10 @@ def register(value: str = "auto") -> str:
     """Registers attnrt's `value` (a plugin name, alias, path or auto) with transformers under the
     name ``attnrt:<value>`` (``attnrt`` for auto) and returns the name to pass as
     ``attn_implementation``. transformers takes a name containing ``sdpa`` or ``flex_attention`` for
-    its own SDPA or flex integration and checks the model for it (gpt-oss has no SDPA support), so
-    for such a value the returned name spells them in capitals (``attnrt:SDPA``); ``attnrt:sdpa``
-    is registered too and works on models that support SDPA."""
+    its own SDPA or flex integration and checks the model for it (gpt-oss has no SDPA support), and
+    ``flash`` as a request for the flash_attn package or a hub kernel, so for such a value the
+    returned name spells them in capitals (``attnrt:SDPA``, ``attnrt:FLASH_attention_2``); the
+    lower-case name is registered too and works where transformers' own checks pass."""
     name = PREFIX if value == "auto" else f"{PREFIX}:{value}"
     safe = name
     for trigger, spelled in _TRIGGERS.items():

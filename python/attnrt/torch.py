@@ -8,7 +8,11 @@ Shapes are the ABI's: q [batch, seqlen_q, heads_q, head_dim], k and v
 lse [batch, heads_q, seqlen_q] float32, sinks [heads_q] float32 (gpt-oss).
 
 Scratch memory comes from PyTorch's allocator (``torch.empty``) and the call runs on the
-tensors' current stream; a backend is resolved once per call shape and kept.
+current stream, where PyTorch has ordered the tensors' producers (as for any of its own ops, so
+tensors go over by ``torch.utils.dlpack.to_dlpack``, without ``__dlpack__``'s stream handshake);
+a backend is resolved once per call shape and kept, with its workspace sizes. Under
+``torch.autocast``, ``attention`` casts q/k/v to the autocast dtype, as PyTorch's own
+scaled_dot_product_attention is (it is on autocast's lower-precision list).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor
+from torch.utils.dlpack import to_dlpack
 
 import attnrt
 
@@ -83,34 +88,49 @@ def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_l
         if dev == "cpu":
             work = d.batch * d.heads_q * d.seqlen_q * d.seqlen_k
             threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
-        _backends[key] = (backend, d, threads)
+        # Workspace bytes per direction (backward only where the plugin has one), asked once.
+        sizes = [backend.workspace_size(d, False, threads), None]
+        try:
+            sizes[1] = backend.workspace_size(d, True, threads)
+        except attnrt.UnsupportedError:
+            pass
+        _backends[key] = (backend, d, threads, sizes)
         return _backends[key]
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _stream(t: Tensor) -> int:
-    return torch.cuda.current_stream(t.device).cuda_stream if t.device.type == "cuda" else 0
+    if t.device.type != "cuda":
+        return 0
+    if _raw_stream is not None:  # what Triton's launcher uses: no Stream object per call
+        return _raw_stream(t.device.index if t.device.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(t.device).cuda_stream
 
 
-def _workspace(backend, desc, backward: bool, threads: int, like: Tensor) -> Tensor:
+def _workspace(n: Optional[int], backend, desc, backward: bool, threads: int, like: Tensor) -> Tensor:
+    if n is None:  # not asked at resolution (no backward there): ask now, for its error
+        n = backend.workspace_size(desc, backward, threads)
     # 255 bytes more than asked: the binding uses the block's first 256-byte aligned address.
-    n = backend.workspace_size(desc, backward, threads)
     return torch.empty(n + 255, dtype=torch.uint8, device=like.device)
 
 
 def _dl(t: Optional[Tensor], stream: int):
-    return None if t is None else attnrt.dlpack(t.detach(), stream)
+    # The call runs on `stream`, the current one, where PyTorch ordered t's producers.
+    return None if t is None else to_dlpack(t.detach())
 
 
 @torch.library.custom_op("attnrt::forward", mutates_args=(), device_types=("cpu", "cuda"))
 def _forward(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str, softmax_scale: float,
              causal: bool, window_left: int, window_right: int, softcap: float) -> tuple[Tensor, Tensor]:
-    backend, desc, threads = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
-                                      window_left, window_right, softcap)
+    backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
+                                             window_left, window_right, softcap)
     b, sq, hq, _ = q.shape
     out = q.new_empty((b, sq, hq, v.shape[3]))
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     s = _stream(q)
-    ws = _workspace(backend, desc, False, threads, q)
+    ws = _workspace(sizes[0], backend, desc, False, threads, q)
     backend.forward(desc, _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), lse=_dl(lse, s), sinks=_dl(sinks, s),
                     workspace=_dl(ws, s), stream=s, num_threads=threads)
     return out, lse
@@ -127,12 +147,12 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
               implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
               softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """dq, dk, dv and dsinks ([heads_q] float32; empty without sinks)."""
-    backend, desc, threads = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
-                                      window_left, window_right, softcap)
+    backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
+                                             window_left, window_right, softcap)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dsinks = q.new_empty((q.shape[2] if sinks is not None else 0,), dtype=torch.float32)
     s = _stream(q)
-    ws = _workspace(backend, desc, True, threads, q)
+    ws = _workspace(sizes[1], backend, desc, True, threads, q)
     backend.backward(desc, _dl(dout, s), _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), _dl(lse, s), _dl(dq, s),
                      _dl(dk, s), _dl(dv, s), dsinks=_dl(dsinks, s) if sinks is not None else None,
                      sinks=_dl(sinks, s), workspace=_dl(ws, s), stream=s, num_threads=threads)
@@ -176,6 +196,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
     An argument the plugin cannot honour raises attnrt.UnsupportedError with the reason."""
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    device = q.device.type
+    if device in ("cuda", "cpu") and torch.is_autocast_enabled(device):
+        # As autocast treats torch's own SDPA: the inputs in the autocast dtype (a model's RoPE
+        # leaves q and k in float32 while v comes out of a linear layer in bfloat16).
+        low = torch.get_autocast_dtype(device)
+        q, k, v = (t.to(low) if t.dtype != low and t.is_floating_point() else t for t in (q, k, v))
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
     if sinks is not None and sinks.dtype != torch.float32:
         # A model cast to bf16/fp16 casts gpt-oss's sinks parameter too; the ABI takes float32.
@@ -189,7 +215,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
 def backend_name(q: Tensor, k: Tensor, v: Tensor, implementation: str = "sdpa", **kwargs) -> str:
     """The plugin that `attention` with these arguments runs (after fallback, if any)."""
     scale = kwargs.get("softmax_scale") or 1.0 / math.sqrt(q.shape[-1])
-    backend, _, _ = _resolve(q, k, v, kwargs.get("sinks") is not None, implementation, float(scale),
+    backend, _, _, _ = _resolve(q, k, v, kwargs.get("sinks") is not None, implementation, float(scale),
                           bool(kwargs.get("causal", False)), int(kwargs.get("window_left", -1)),
                           int(kwargs.get("window_right", -1)), float(kwargs.get("softcap", 0.0)))
     return backend.name

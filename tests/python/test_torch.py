@@ -124,3 +124,20 @@ def test_torch_compile_fullgraph():
     x.grad = None
     y_ref.sum().backward()
     assert (gx - x.grad).abs().max().item() < 1e-5
+
+
+def test_autocast_casts_inputs_as_for_torch_sdpa():
+    # A model under autocast hands over q and k in float32 (after RoPE) and v in bfloat16 (out of a
+    # linear layer); torch's SDPA casts all three to the autocast dtype, and so does attnrt.
+    # seqlen_q = seqlen_k: torch's is_causal is top-left aligned, the ABI's bottom-right.
+    q, k, v = make(sq=9, sk=9, grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = at.attention(q, k, v.bfloat16(), implementation="sdpa", causal=True)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.bfloat16().transpose(1, 2), is_causal=True,
+            enable_gqa=True).transpose(1, 2)
+    assert out.dtype == torch.bfloat16 and ref.dtype == torch.bfloat16
+    assert (out.float() - reference(q, k, v, True).float()).abs().max() < 3e-2
+    assert (out.float() - ref.float()).abs().max() < 3e-2
+    out.float().sum().backward()
+    assert q.grad.dtype == torch.float32 and torch.isfinite(q.grad).all()

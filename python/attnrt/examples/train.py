@@ -56,24 +56,33 @@ def implementation_name(value: str) -> str:
     return attnrt.hf.register(value)
 
 
-def make_model(arch: str, seqlen: int, attn_implementation: str):
+def make_model(arch: str, seqlen: int, attn_implementation: str, hidden: int = 128, layers: int = 2, heads: int = 4):
     import transformers
 
-    common = dict(vocab_size=256, attn_implementation=attn_implementation)
+    if hidden % heads:
+        raise ValueError(f"--hidden {hidden} is not a multiple of --heads {heads}")
+    # Built with transformers' eager attention, then switched: the weights are initialised the same
+    # whatever implementation is asked for (transformers' init path may depend on its name).
+    common = dict(vocab_size=256, attn_implementation="eager")
+    kv_heads = max(1, heads // 2)  # GQA: two query heads per KV head
     if arch == "llama":
-        config = transformers.LlamaConfig(hidden_size=128, intermediate_size=352, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=2,
+        config = transformers.LlamaConfig(hidden_size=hidden, intermediate_size=hidden * 11 // 4, num_hidden_layers=layers,
+                                          num_attention_heads=heads, num_key_value_heads=kv_heads,
                                           max_position_embeddings=seqlen, **common)
     elif arch == "gpt2":
-        config = transformers.GPT2Config(n_embd=128, n_layer=2, n_head=4, n_positions=seqlen, **common)
+        config = transformers.GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, n_positions=seqlen, **common)
     elif arch == "gptoss":
-        config = transformers.GptOssConfig(hidden_size=128, intermediate_size=128, head_dim=32, num_hidden_layers=2,
-                                           num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
-                                           num_experts_per_tok=2, sliding_window=64,
-                                           layer_types=["sliding_attention", "full_attention"], **common)
+        config = transformers.GptOssConfig(hidden_size=hidden, intermediate_size=hidden, head_dim=hidden // heads,
+                                           num_hidden_layers=layers, num_attention_heads=heads,
+                                           num_key_value_heads=kv_heads, num_local_experts=4, num_experts_per_tok=2,
+                                           sliding_window=64,
+                                           layer_types=["sliding_attention", "full_attention"] * (layers // 2) +
+                                           ["sliding_attention"] * (layers % 2), **common)
     else:
         raise ValueError(f"--arch {arch!r}: llama, gpt2 or gptoss")
-    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model.set_attn_implementation(attn_implementation)
+    return model
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -84,6 +93,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seqlen", type=int, default=256)
+    p.add_argument("--hidden", type=int, default=128, help="model width (head_dim = hidden / heads)")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4, help="query heads; key/value heads are half as many")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -100,7 +112,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     name = implementation_name(args.attn_implementation)
-    model = make_model(args.arch, args.seqlen, name).to(device)
+    model = make_model(args.arch, args.seqlen, name, args.hidden, args.layers, args.heads).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     data = corpus()
