@@ -3,12 +3,15 @@
 // kept as a test that expects the clear error (or the right answer) instead.
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/error.hpp>
+#include <attnrt/runtime/resolver.hpp>
 #include <attnrt/runtime/rules.hpp>
 #include <attnrt/runtime/yaml_input.hpp>
 
 #include <gtest/gtest.h>
 
 #include <functional>
+
+#include "test_support.hpp"
 
 namespace attnrt {
 namespace {
@@ -28,12 +31,53 @@ std::string error_of(const std::function<void()>& f) {
 // operator[] throw YAML::BadSubscript past parse_rules.
 TEST(FuzzFindings, RuleFileThatIsNotAMappingIsAnError) {
   for (const char* text : {"0", "rules", "[a, b]", "- id: x\n  message: m\n"}) {
-    EXPECT_NE(error_of([&] { parse_rules(load_yaml(text, "r.yaml"), "r.yaml"); })
-                  .find("r.yaml:1:1: a rule file must be a mapping with a 'rules' list"),
+    EXPECT_NE(error_of([&] {
+                parse_rules(load_yaml(text, "r.yaml"), "r.yaml");
+              }).find("r.yaml:1:1: a rule file must be a mapping with a 'rules' list"),
               std::string::npos)
         << text;
   }
   EXPECT_TRUE(parse_rules(load_yaml("# nothing\n", "r.yaml"), "r.yaml").empty());
+}
+
+// value_form target: a value with a '/' was a hub name whatever its parts, so 'acme/../../x'
+// was looked up as <plugin dir>/acme/../../x, a folder outside every plugin folder, and loaded.
+TEST(FuzzFindings, HubNameStaysInsideThePluginFolder) {
+  for (const char* value : {"acme/../../outside/c_reference", "acme/..", "../x/..", "a/b/c", "acme/", "acme/.",
+                            "acme/c_reference@", "./"}) {
+    const ParsedValue v = classify_value(value);
+    if (v.form == ValueForm::kPath) continue;  // ../x/.. and ./ are paths, by the rule
+    EXPECT_EQ(v.form, ValueForm::kInvalid) << value;
+    EXPECT_NE(v.problem.find("neither a path"), std::string::npos) << value;
+  }
+  EXPECT_EQ(classify_value(std::string("eager\0.so", 9)).form, ValueForm::kInvalid);
+  const ParsedValue hub = classify_value("acme/c_reference@0.1.0");
+  EXPECT_EQ(hub.form, ValueForm::kHub);
+  EXPECT_EQ(hub.org + "|" + hub.name + "|" + hub.version, "acme|c_reference|0.1.0");
+
+  // A real plugin folder beside the search folder, reached through acme/../..: refused.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "plugins" / "acme");
+  std::filesystem::create_directories(dir.path() / "outside");
+  std::filesystem::copy(test::fixtures() / "plugins" / "c_reference", dir.path() / "outside" / "c_reference",
+                        std::filesystem::copy_options::recursive);
+  Registry registry({dir.path() / "plugins"});
+  Settings settings;
+  settings.strict = true;
+  Resolver resolver(registry, settings, Deprecations{}, {}, probe_devices().cpu);
+  attnrt_attention_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = ATTNRT_DTYPE_FP32;
+  d.head_dim = d.head_dim_v = 64;
+  d.heads_q = d.heads_kv = 4;
+  d.batch = 1;
+  d.seqlen_q = d.seqlen_k = 16;
+  d.softmax_scale = 0.125f;
+  d.window_left = d.window_right = -1;
+  const Resolution r = resolver.resolve("site", "acme/../../outside/c_reference", d);
+  EXPECT_FALSE(r.ok()) << "loaded " << r.chosen << " from outside the plugin folder";
+  ASSERT_FALSE(r.attempts.empty());
+  EXPECT_NE(r.attempts[0].reason.find("nor a hub name org/name[@version]"), std::string::npos) << r.attempts[0].reason;
 }
 
 }  // namespace
