@@ -40,6 +40,24 @@ TEST(FuzzFindings, RuleFileThatIsNotAMappingIsAnError) {
   EXPECT_TRUE(parse_rules(load_yaml("# nothing\n", "r.yaml"), "r.yaml").empty());
 }
 
+// config target: a key that is a mapping or a list (`? [a, b]`, `{[a]: 1}`) made
+// Config::from_string throw yaml-cpp's TypedBadConversion (Config::record_origins reads every key
+// as a string, as every other reader of attnrt's files does). Now the reader refuses it with the
+// position, alias keys too.
+TEST(FuzzFindings, KeysMustBePlainValues) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"? [a, b]\n: 1\n", "c.yaml:1:3: a key must be a plain value"},
+      {"attnrt: {[a]: 1}\n", "c.yaml:1:10: a key must be a plain value"},
+      {"m:\n  ? {x: 1}\n  : 2\n", "c.yaml:2:5: a key must be a plain value"},
+      {"a: &k name\n*k : 2\n", "c.yaml:2:1: a key must be a plain value"},
+  };
+  for (const auto& [text, expected] : cases) {
+    EXPECT_NE(error_of([&] { Config::from_string(text, "c.yaml"); }).find(expected), std::string::npos)
+        << text << " -> " << error_of([&] { Config::from_string(text, "c.yaml"); });
+  }
+  EXPECT_EQ(error_of([&] { Config::from_string("~: 1\n3: x\n", "c.yaml"); }), "") << "null and number keys are plain";
+}
+
 // value_form target: a value with a '/' was a hub name whatever its parts, so 'acme/../../x'
 // was looked up as <plugin dir>/acme/../../x, a folder outside every plugin folder, and loaded.
 TEST(FuzzFindings, HubNameStaysInsideThePluginFolder) {
