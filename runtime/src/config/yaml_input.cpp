@@ -31,6 +31,13 @@ class LimitChecker : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, "~"); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // An alias inside the node its anchor names makes yaml-cpp build a cycle, which every walk of
+    // the tree (Config's origins, the site scan) followed until the stack overflowed.
+    for (const Frame& f : stack_) {
+      if (f.anchor == anchor) {
+        throw Error(fmt::format("{}: an alias inside the node its anchor names (a cycle)", position(name_, mark)));
+      }
+    }
     const auto it = anchor_nodes_.find(anchor);
     count(mark, it == anchor_nodes_.end() ? 1 : it->second);
     element(mark, nullptr);
