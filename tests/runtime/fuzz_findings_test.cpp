@@ -2,6 +2,7 @@
 // reading the parsers while writing the fuzz targets found (said so at each test): each input
 // that crashed a target, hung it, or made the runtime throw something other than attnrt::Error,
 // kept as a test that expects the clear error (or the right answer) instead.
+#include <attnrt/harness/safetensors.hpp>
 #include <attnrt/runtime/config.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/resolver.hpp>
@@ -13,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <sstream>
 
 #include "test_support.hpp"
 
@@ -143,6 +146,60 @@ TEST(FuzzFindings, HubNameStaysInsideThePluginFolder) {
   EXPECT_FALSE(r.ok()) << "loaded " << r.chosen << " from outside the plugin folder";
   ASSERT_FALSE(r.attempts.empty());
   EXPECT_NE(r.attempts[0].reason.find("nor a hub name org/name[@version]"), std::string::npos) << r.attempts[0].reason;
+}
+
+// A safetensors file: the 8-byte length, the JSON header, then `data`.
+std::string safetensors(const std::string& header, const std::string& data = std::string(16, '\0')) {
+  std::string bytes(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return bytes + header + data;
+}
+
+std::string header_error(const std::string& file) {
+  std::istringstream in(file);
+  return error_of([&] { read_safetensors_header(in, file.size(), "x.safetensors"); });
+}
+
+// safetensors target: the fuzzer's input, a shape extent past uint64 (a JSON float to
+// nlohmann-json), was converted to int64 with undefined behaviour (UBSan: "2.92234e+19 is outside
+// the range of representable values of type 'long'"). Its neighbours, found by reading the same
+// code: a negative float offset (the same conversion to uint64), extents whose product overflows
+// int64 (signed overflow, and a tensor load_safetensors would allocate 0 bytes for and then index
+// as 2^62 elements), and an int64 element narrowed to int32 out of range.
+TEST(FuzzFindings, SafetensorsHeaderNumbersAreChecked) {
+  const std::string fuzzer = R"({"q":{"dtype":"F16","shape":[2,29223372036854775807,16],"data_offsets":[0,16]}})";
+  EXPECT_NE(header_error(safetensors(fuzzer)).find("x.safetensors: tensor 'q': 'shape' holds 2.922"), std::string::npos)
+      << header_error(safetensors(fuzzer));
+  EXPECT_NE(header_error(safetensors(R"({"q":{"dtype":"F32","shape":[1],"data_offsets":[-1.5,4]}})"))
+                .find("'data_offsets' holds -1.5; expected integers from 0 to 16"),
+            std::string::npos);
+  EXPECT_NE(header_error(safetensors(R"({"q":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})"))
+                .find("has more elements than an int64 counts"),
+            std::string::npos);
+  EXPECT_NE(header_error(safetensors(R"({"q":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})"))
+                .find("data_offsets hold 0 bytes; its shape and dtype need more than the file holds"),
+            std::string::npos);
+  EXPECT_NE(header_error(safetensors(R"({"q":{"dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551615]}})"))
+                .find("expected integers from 0 to 16"),
+            std::string::npos);
+  EXPECT_NE(header_error(safetensors("[1, 2]")).find("the header must be a JSON object, not array"), std::string::npos);
+  EXPECT_NE(header_error(safetensors(R"({"__metadata__":{"a":)" + std::string(100, '[') + std::string(100, ']') + "}}"))
+                .find("nested deeper than 64 levels"),
+            std::string::npos);
+  // Still read: an empty tensor whose other extents are large, a scalar.
+  std::istringstream in(safetensors(
+      R"({"e":{"dtype":"F32","shape":[0,4611686018427387904],"data_offsets":[0,0]},"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]}})"));
+  EXPECT_EQ(read_safetensors_header(in, in.str().size(), "x").tensors.size(), 2u);
+
+  test::TempDir dir;
+  int64_t big = int64_t{1} << 40;
+  std::string data(8, '\0');
+  std::memcpy(data.data(), &big, 8);
+  const auto file =
+      dir.write("i64.safetensors", safetensors(R"({"m":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", data));
+  EXPECT_NE(error_of([&] { load_safetensors(file); }).find("element 0 (1099511627776) does not fit the int32"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -34,8 +34,9 @@ struct SafetensorsHeader {
 };
 
 // Reads and checks the length and the JSON header at the start of `in`, a file of `file_size`
-// bytes: every entry's dtype, shape and byte range. Throws attnrt::Error naming `where` and what
-// is malformed.
+// bytes (header of at most 100 MiB, nested at most 64 levels; every entry's dtype, shape and byte
+// range), so that nothing is allocated for a tensor before its size is known to be in the file.
+// Throws attnrt::Error naming `where` and what is malformed.
 SafetensorsHeader read_safetensors_header(std::istream& in, uint64_t file_size, const std::string& where);
 
 // Loads every tensor (F32, F16, BF16, F64, I32, I64 -> I32 checked) into host memory.
