@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <map>
 #include <sstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "test_support.hpp"
 
@@ -169,6 +172,29 @@ TEST(Check, CrashInANumericsCaseNamesTheCase) {
   EXPECT_EQ(rc, 1);
   expect_only_failure(m, "numerics/cpu/fp32");
   EXPECT_EQ(m.at("numerics/cpu/fp32"), "FAIL: crashed with signal Segmentation fault (11) during causal: forward");
+}
+
+// A host that handles SIGSEGV itself (Python's faulthandler, AddressSanitizer: tools/test.sh's
+// build-asan) must not hide a plugin's crash from the kit: the check's child dies of the signal,
+// whatever the host installed. Before, the child ran the host's handler (here: exit 3) and the
+// check read "the check process exited (3) ... without a result".
+TEST(Check, CrashIsNamedWhateverHandlerTheHostInstalled) {
+  struct sigaction host {
+  }, previous{};
+  host.sa_handler = [](int) { _exit(3); };
+  sigemptyset(&host.sa_mask);
+  ASSERT_EQ(sigaction(SIGSEGV, &host, &previous), 0);
+  Registry registry({test::plugins_dir()});
+  const ConformanceReport report =
+      run_conformance((fixtures() / "flawed/causal_crasher").string(), registry, ConformanceOptions{});
+  sigaction(SIGSEGV, &previous, nullptr);
+  bool seen = false;
+  for (const CheckResult& c : report.checks) {
+    if (c.name != "numerics/cpu/fp32") continue;
+    seen = true;
+    EXPECT_EQ(c.detail, "crashed with signal Segmentation fault (11) during causal: forward");
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(Check, TextOutputShowsSecondsAndTheLimit) {
