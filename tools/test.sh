@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors and runs the whole test suite (CTest + GoogleTest),
-# then the threaded host-API test under ThreadSanitizer, then the Python package's tests on the
-# wheel that `pip install .` builds (CPU plugins), installed into a virtual environment.
-#   tools/test.sh [extra ctest arguments]
+# then the threaded host-API test under ThreadSanitizer, every CPU test again under
+# AddressSanitizer and UndefinedBehaviorSanitizer, each fuzz target for 30 s, then the Python
+# package's tests on the wheel that `pip install .` builds (CPU plugins), installed into a virtual
+# environment.
+#   tools/test.sh [extra ctest arguments]   (given to both ctest runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install_deps.sh --python
@@ -22,6 +24,17 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_WERROR=ON 
   -DATTNRT_CUDA=OFF -DATTNRT_SANITIZE=thread > /dev/null
 cmake --build build-tsan --target attnrt_threads_tests
 build-tsan/bin/attnrt_threads_tests
+# Every CPU test again under AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer
+# (issue 19), in a build of its own: GCC, -O1, CUDA off, the CPU plugins instrumented too. Any
+# report fails the test it is in (cmake/AttnrtSanitize.cmake); the GPU tests skip as in build-test.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNRT_WERROR=ON -DATTNRT_BUILD_TESTS=ON \
+  -DATTNRT_CUDA=OFF -DATTNRT_SANITIZE=address > /dev/null
+cmake --build build-asan
+(cd build-asan && ctest --output-on-failure -j "$(nproc)" "$@")
+# The parsers of outside input under libFuzzer, ASan and UBSan (issue 19; fuzz/, clang): 30 s per
+# target over the committed seed corpus; a crash, a sanitizer report, an exception other than
+# attnrt::Error or a hang fails. Longer runs: tools/fuzz.sh 600 (docs/reliability.md, "Fuzzing").
+bash tools/fuzz.sh 30
 # The Python package (issue 18), built as a user builds it (pip install ., the CPU plugins only),
 # into a virtual environment that sees the system's torch (tools/install_deps.sh installs it).
 python3 -m venv --system-site-packages build-python/venv

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "test_support.hpp"
 
@@ -204,6 +207,29 @@ INSTANTIATE_TEST_SUITE_P(
              {"head_dim 256: accepted by its support query, then failed: supports_liar: forward failed (unsupported): "
               "head_dim 256 is not implemented"}}),
     [](const ::testing::TestParamInfo<Liar>& p) { return std::string(p.param.fixture); });
+
+// A host that handles SIGSEGV itself (Python's faulthandler, AddressSanitizer: tools/test.sh's
+// build-asan) must not hide a plugin's crash from the kit: the check's child dies of the signal,
+// whatever the host installed. Before, the child ran the host's handler (here: exit 3) and the
+// check read "the check process exited (3) ... without a result".
+TEST(Check, CrashIsNamedWhateverHandlerTheHostInstalled) {
+  struct sigaction host {
+  }, previous{};
+  host.sa_handler = [](int) { _exit(3); };
+  sigemptyset(&host.sa_mask);
+  ASSERT_EQ(sigaction(SIGSEGV, &host, &previous), 0);
+  Registry registry({test::plugins_dir()});
+  const ConformanceReport report =
+      run_conformance((fixtures() / "flawed/causal_crasher").string(), registry, ConformanceOptions{});
+  sigaction(SIGSEGV, &previous, nullptr);
+  bool seen = false;
+  for (const CheckResult& c : report.checks) {
+    if (c.name != "numerics/cpu/fp32") continue;
+    seen = true;
+    EXPECT_EQ(c.detail, "crashed with signal Segmentation fault (11) during causal: forward");
+  }
+  EXPECT_TRUE(seen);
+}
 
 TEST(Check, TextOutputShowsSecondsAndTheLimit) {
   const auto r = run_cli("check " + (fixtures() / "plugins/c_reference").string());

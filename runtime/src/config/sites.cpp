@@ -150,8 +150,11 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   size_t best_distance = std::string::npos;
   for (const std::string& k : known) {
     if (k == word) return "";
-    const size_t d = edit_distance(word, k);
     const size_t limit = std::max<size_t>(2, k.size() / 5);
+    // The distance is at least the difference in length: a long key (up to 4 KiB, and met once
+    // per alias that repeats it) costs nothing here instead of len x len steps per known key.
+    if (word.size() > k.size() + limit || k.size() > word.size() + limit) continue;
+    const size_t d = edit_distance(word, k);
     if (d <= limit && d < best_distance) {
       best = k;
       best_distance = d;

@@ -31,6 +31,13 @@ class LimitChecker : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, "~"); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // An alias inside the node its anchor names makes yaml-cpp build a cycle, which every walk of
+    // the tree (Config's origins, the site scan) followed until the stack overflowed.
+    for (const Frame& f : stack_) {
+      if (f.anchor == anchor) {
+        throw Error(fmt::format("{}: an alias inside the node its anchor names (a cycle)", position(name_, mark)));
+      }
+    }
     const auto it = anchor_nodes_.find(anchor);
     count(mark, it == anchor_nodes_.end() ? 1 : it->second);
     element(mark, nullptr);
@@ -73,7 +80,14 @@ class LimitChecker : public YAML::EventHandler {
   void element(const YAML::Mark& mark, const std::string* scalar) {
     if (stack_.empty() || !stack_.back().is_map) return;
     Frame& f = stack_.back();
-    if (f.expecting_key && scalar != nullptr) {
+    if (f.expecting_key && scalar == nullptr) {
+      // Every reader of attnrt's files takes keys as strings (yaml-cpp's as<std::string>() threw
+      // its own exception past them on `? [a, b]`; found by fuzzing), and an alias key would
+      // escape the duplicate-key rule.
+      throw Error(fmt::format("{}: a key must be a plain value (a name or a number), not a mapping, a list or an alias",
+                              position(name_, mark)));
+    }
+    if (f.expecting_key) {
       const auto [it, inserted] = f.keys.emplace(*scalar, mark);
       if (!inserted) {
         throw Error(fmt::format("{}: duplicate key '{}' (first at {}); YAML 1.2 allows a key once per mapping",

@@ -24,8 +24,8 @@ fs::path only_library(const fs::path& dir, const fs::path& manifest) {
   return found;
 }
 
-Manifest from_yaml(const fs::path& file, const fs::path& dir) {
-  const YAML::Node node = load_yaml_file(file);  // limits, UTF-8, duplicate keys: yaml_input.hpp
+Manifest from_yaml(const std::string& text, const fs::path& file, const fs::path& dir) {
+  const YAML::Node node = load_yaml(text, file.string());  // limits, UTF-8, duplicate keys: yaml_input.hpp
   if (!node.IsMap()) throw Error(file.string() + ": a plugin manifest must be a mapping");
   auto at = [&](const char* key) { return node[key]; };
   auto where = [&](const char* key) {
@@ -57,8 +57,11 @@ Manifest from_yaml(const fs::path& file, const fs::path& dir) {
 // HF-style config.json: the same keys, optionally nested under "attnrt". Read with the limits
 // of every other file from outside (yaml_input.hpp): 1 MiB, UTF-8, 64 levels of nesting, keys and
 // string values of at most 4 KiB.
-Manifest from_json(const fs::path& file, const fs::path& dir) {
-  const std::string text = read_yaml_file(file);
+Manifest from_json(const std::string& text, const fs::path& file, const fs::path& dir) {
+  if (text.size() > kMaxYamlFileBytes) {
+    throw Error(file.string() + ": " + std::to_string(text.size()) + " bytes is larger than the limit of " +
+                std::to_string(kMaxYamlFileBytes) + " bytes (1 MiB) for a config");
+  }
   if (const size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
     throw Error(file.string() + ": invalid UTF-8 at byte " + std::to_string(bad));
   }
@@ -99,9 +102,15 @@ Manifest from_json(const fs::path& file, const fs::path& dir) {
 
 }  // namespace
 
+Manifest parse_manifest(const std::string& text, const fs::path& file) {
+  const fs::path dir = file.parent_path();
+  return file.filename() == "config.json" ? from_json(text, file, dir) : from_yaml(text, file, dir);
+}
+
 std::optional<Manifest> read_manifest(const fs::path& dir) {
-  if (fs::is_regular_file(dir / "plugin.yaml")) return from_yaml(dir / "plugin.yaml", dir);
-  if (fs::is_regular_file(dir / "config.json")) return from_json(dir / "config.json", dir);
+  for (const char* name : {"plugin.yaml", "config.json"}) {
+    if (fs::is_regular_file(dir / name)) return parse_manifest(read_yaml_file(dir / name), dir / name);
+  }
   return std::nullopt;
 }
 

@@ -76,6 +76,7 @@ std::shared_ptr<Backend> Resolver::backend_for(const std::string& candidate, con
       }
       return backend_for_record(*r, reason);
     }
+    case ValueForm::kInvalid: *reason = form.problem; return nullptr;
     case ValueForm::kAuto:
     case ValueForm::kName: break;
   }

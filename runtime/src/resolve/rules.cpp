@@ -84,6 +84,9 @@ std::vector<KnownIssueRule> parse_rules(const YAML::Node& root, const std::strin
   static const std::vector<std::string> known_keys = {"devices",   "min_cuda_arch", "max_cuda_arch", "implementations",
                                                       "requested", "dtypes",        "features",      "min_seqlen_k"};
   std::vector<KnownIssueRule> rules;
+  if (!root || root.IsNull()) return rules;  // an empty file
+  // yaml-cpp's operator[] throws its own exception on a scalar (issue 19's fuzzing found it).
+  if (!root.IsMap()) throw Error(pos(file, root) + ": a rule file must be a mapping with a 'rules' list");
   const YAML::Node list = root["rules"];
   if (!list) return rules;
   if (!list.IsSequence()) throw Error(pos(file, list) + ": 'rules' must be a list");

@@ -84,6 +84,10 @@ CheckResult run_isolated(const std::string& name, const std::function<std::strin
   const pid_t pid = fork();
   if (pid == 0) {  // child: run, report "<P|F|S><detail>", leave without running destructors
     close(fds[0]);
+    // A crash must end the child by its signal, which the parent names: none of the host's
+    // handlers stays (AddressSanitizer's, Python's faulthandler or a JVM's would report it and
+    // exit with a status instead, or go on).
+    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
     g_progress = progress;
     char status = 'P';
     std::string detail;

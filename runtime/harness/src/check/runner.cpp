@@ -25,6 +25,7 @@ PluginRecord record_for(const std::string& plugin, Registry& registry) {
   const ParsedValue v = classify_value(plugin);
   std::error_code ec;
   if (v.form == ValueForm::kPath || std::filesystem::exists(plugin, ec)) return registry.record_for_path(plugin);
+  if (v.form == ValueForm::kInvalid) throw Error("'" + plugin + "': " + v.problem);
   if (v.form == ValueForm::kHub) {
     if (auto r = registry.find_hub(v.org, v.name, v.version)) return *r;
     throw Error("hub plugin '" + plugin + "' is not under the plugin search path");

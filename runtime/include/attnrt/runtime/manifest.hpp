@@ -26,5 +26,8 @@ struct Manifest {
 // names no library, the directory's only lib*.so is used. Throws attnrt::Error with file:line
 // (YAML) or the JSON parser's position for malformed manifests.
 ATTNRT_API std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
+// The same for a manifest's text, as if read from `file` (JSON when it is named config.json, else
+// YAML); relative library paths and a missing `library` are taken in file's folder.
+ATTNRT_API Manifest parse_manifest(const std::string& text, const std::filesystem::path& file);
 
 }  // namespace attnrt

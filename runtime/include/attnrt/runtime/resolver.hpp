@@ -4,7 +4,10 @@
 //   starts with '/', './', '../' or '~', or ends in '.so'  -> a path (file or plugin directory)
 //   org/name or org/name@version                          -> a hub name under the search path
 //   "auto"                                                -> the device's fallback chain
+//   any other value with a '/' (a/b/c, a/.., org/), or a NUL byte -> invalid, with the reason
 //   anything else                                         -> a registered name or alias
+// A hub name's org and name are single folder names, neither '.' nor '..', so <dir>/<org>/<name>
+// never leaves the plugin folder it is looked up in.
 // Candidates are the request, then the device's fallback chain. Each is checked (known-issue
 // rules, installed, loadable, ABI, device, per-call support query); every rejection is logged
 // as a WARNING with its reason and the choice as INFO. With strict, any fallback is an error
@@ -31,12 +34,13 @@
 
 namespace attnrt {
 
-enum class ValueForm { kAuto, kName, kPath, kHub };
+enum class ValueForm { kAuto, kName, kPath, kHub, kInvalid };
 
 struct ParsedValue {
   ValueForm form = ValueForm::kName;
   std::string text;                // the value (after alias rewriting)
   std::string org, name, version;  // hub form
+  std::string problem;             // kInvalid: why the value is none of the forms
 };
 
 ATTNRT_API ParsedValue classify_value(const std::string& value);

@@ -7,7 +7,9 @@
 //   - each scalar (key or value) at most kMaxYamlValueBytes (4 KiB);
 //   - at most kMaxYamlNodes (1,000,000) nodes with every alias expanded (a "billion laughs"
 //     file of nested aliases is refused instead of exhausting memory);
-//   - no key twice in one mapping (YAML 1.2, section 3.2.1.1); the error names both positions.
+//   - no key twice in one mapping (YAML 1.2, section 3.2.1.1); the error names both positions;
+//   - keys are plain values (scalars), never a mapping, a list or an alias;
+//   - no alias inside the node its anchor names (a cycle).
 #pragma once
 
 #include <attnrt/runtime/export.hpp>
