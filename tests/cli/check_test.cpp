@@ -180,6 +180,10 @@ TEST(Check, CrashInANumericsCaseNamesTheCase) {
 struct Liar {
   const char* fixture;
   std::vector<const char*> expected;  // parts of the numerics/cpu/fp32 detail
+  // oob_writer's stray store also lands past the buffers of the checks without guard bands; in an
+  // AddressSanitizer build (tools/test.sh's build-asan) those checks' children die of ASan's
+  // report, rightly, so only numerics is required to fail there.
+  bool only_numerics = true;
 };
 
 class CheckCatchesLiars : public ::testing::TestWithParam<Liar> {};
@@ -188,7 +192,7 @@ TEST_P(CheckCatchesLiars, NumericsNamesTheLie) {
   int rc = -1;
   const auto m = results(check_json((fixtures() / "flawed" / GetParam().fixture).string(), &rc));
   EXPECT_EQ(rc, 1);
-  expect_only_failure(m, "numerics/cpu/fp32");
+  if (GetParam().only_numerics) expect_only_failure(m, "numerics/cpu/fp32");
   for (const char* part : GetParam().expected)
     EXPECT_TRUE(contains(m.at("numerics/cpu/fp32"), part)) << m.at("numerics/cpu/fp32");
 }
@@ -201,7 +205,7 @@ INSTANTIATE_TEST_SUITE_P(
         Liar{"causal_ignorer", {"causal: advertised but ignored: out matches the fp64 reference without causal"}},
         Liar{"sink_ignorer", {"sinks: advertised but ignored: out matches the fp64 reference without sinks"}},
         Liar{"lse_base2", {"base: lse: max error 2.", "biased: mean signed error +2"}},
-        Liar{"oob_writer", {"base: forward wrote outside out: 4 bytes after out's end (first at byte +0)"}},
+        Liar{"oob_writer", {"base: forward wrote outside out: 4 bytes after out's end (first at byte +0)"}, false},
         Liar{"input_writer", {"base: forward wrote into its input q (4 bytes changed, first at byte 0)"}},
         Liar{"supports_liar",
              {"head_dim 256: accepted by its support query, then failed: supports_liar: forward failed (unsupported): "
