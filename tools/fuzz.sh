@@ -26,10 +26,11 @@ failed=()
 for t in "${targets[@]}"; do
   run=build-fuzz/run/$t
   rm -rf "$run"
-  mkdir -p "$run/corpus" "build-fuzz/findings/$t"
+  mkdir -p "$run/corpus" "$run/tmp" "build-fuzz/findings/$t"
   cp fuzz/corpus/"$t"/* "$run/corpus/"
   status=0
-  "build-fuzz/fuzz/attnrt_fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+  # TMPDIR: what a target makes there (the manifest targets' plugin folder) stays in build-fuzz/.
+  TMPDIR="$PWD/$run/tmp" "build-fuzz/fuzz/attnrt_fuzz_$t" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
     -dict="fuzz/dict/$t.dict" -artifact_prefix="build-fuzz/findings/$t/" -print_final_stats=1 \
     "$run/corpus" > "$run/log" 2>&1 || status=$?
   # libFuzzer's last status line ("#N DONE cov: .. ft: .. corp: ..") and its final statistics.
