@@ -3,6 +3,9 @@
 // layout ([batch, seqlen, heads, head_dim]; torch gets a transposed view of the same data) and
 // the same thread count, in one run. Counters: TFLOP/s with FlashAttention's formula
 // (4 * batch * heads * seqlen^2 * head_dim forward, half when causal; backward 2.5x forward).
+// Arguments: seqlen, causal, bf16 (0: fp32). Threads: ATTNRT_BENCH_THREADS, else every core.
+// Where PyTorch is not linked (the GPU machine's run), bench/torch_cpu_anchors.py times the same
+// rows with the installed torch.
 //
 //   cmake -B build -DATTNRT_BUILD_BENCHMARKS=ON && cmake --build build --target attnrt_cpu_bench
 //   build/bin/attnrt_cpu_bench --benchmark_counters_tabular=true
@@ -12,6 +15,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 #if defined(ATTNRT_BENCH_WITH_TORCH)
@@ -23,24 +28,35 @@ namespace {
 
 constexpr int kBatch = 1, kHeads = 8, kHeadDim = 64;
 
-int threads() { return static_cast<int>(std::thread::hardware_concurrency()); }
+int threads() {
+  static const int n = [] {
+    const char* env = std::getenv("ATTNRT_BENCH_THREADS");
+    return env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(std::thread::hardware_concurrency());
+  }();
+  return n;
+}
 
 attnrt::Backend& backend(const std::string& name) {
-  static attnrt::Registry registry({ATTNRT_BENCH_PLUGINS});
+  // The plugins beside libattnrt (and ATTNRT_PLUGIN_PATH), so a copied build runs elsewhere.
+  static attnrt::Registry registry(attnrt::Registry::default_search_dirs());
   static std::map<std::string, std::unique_ptr<attnrt::Backend>> cache;
   auto& b = cache[name];
-  if (!b) b = std::make_unique<attnrt::Backend>(registry.load(*registry.find(name)));
+  if (!b) {
+    const attnrt::PluginRecord* record = registry.find(name);
+    if (record == nullptr) throw std::runtime_error("plugin '" + name + "' not found beside libattnrt");
+    b = std::make_unique<attnrt::Backend>(registry.load(*record));
+  }
   return *b;
 }
 
-attnrt::Workload workload(int seqlen, bool causal) {
+attnrt::Workload workload(int seqlen, bool causal, bool bf16) {
   attnrt::WorkloadSpec s;
   s.batch = kBatch;
   s.seqlen_q = seqlen;
   s.heads_q = kHeads;
   s.head_dim = kHeadDim;
   s.causal = causal;
-  s.dtype = ATTNRT_DTYPE_FP32;
+  s.dtype = bf16 ? ATTNRT_DTYPE_BF16 : ATTNRT_DTYPE_FP32;
   attnrt::Workload w = attnrt::make_workload(s);
   w.desc.device = DLDevice{kDLCPU, 0};
   return w;
@@ -58,7 +74,7 @@ void report(benchmark::State& state, double flops) {
 void attnrt_forward(benchmark::State& state, const char* plugin) {
   const int seqlen = static_cast<int>(state.range(0));
   const bool causal = state.range(1) != 0;
-  attnrt::Workload w = workload(seqlen, causal);
+  attnrt::Workload w = workload(seqlen, causal, state.range(2) != 0);
   attnrt_forward_args a = w.forward_args();
   attnrt::Backend& b = backend(plugin);
   for (auto _ : state) b.forward(w.desc, a, threads());
@@ -68,7 +84,7 @@ void attnrt_forward(benchmark::State& state, const char* plugin) {
 void attnrt_backward(benchmark::State& state, const char* plugin) {
   const int seqlen = static_cast<int>(state.range(0));
   const bool causal = state.range(1) != 0;
-  attnrt::Workload w = workload(seqlen, causal);
+  attnrt::Workload w = workload(seqlen, causal, state.range(2) != 0);
   attnrt_forward_args a = w.forward_args();
   attnrt::Backend& b = backend(plugin);
   b.forward(w.desc, a, threads());
@@ -86,14 +102,15 @@ void BM_sdpa_backward(benchmark::State& s) { attnrt_backward(s, "sdpa"); }
 // [batch, heads, seqlen, head_dim].
 at::Tensor torch_view(attnrt::HostTensor& t) {
   const auto& s = t.shape();
-  return at::from_blob(t.data(), {s[0], s[1], s[2], s[3]}, at::kFloat).transpose(1, 2);
+  const auto type = t.dtype().code == kDLBfloat ? at::kBFloat16 : at::kFloat;
+  return at::from_blob(t.data(), {s[0], s[1], s[2], s[3]}, type).transpose(1, 2);
 }
 
 void BM_torch_forward(benchmark::State& state) {
   const int seqlen = static_cast<int>(state.range(0));
   const bool causal = state.range(1) != 0;
   at::set_num_threads(threads());
-  attnrt::Workload w = workload(seqlen, causal);
+  attnrt::Workload w = workload(seqlen, causal, state.range(2) != 0);
   at::Tensor q = torch_view(w.q), k = torch_view(w.k), v = torch_view(w.v);
   c10::InferenceMode guard;
   for (auto _ : state) benchmark::DoNotOptimize(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
@@ -104,7 +121,7 @@ void BM_torch_backward(benchmark::State& state) {
   const int seqlen = static_cast<int>(state.range(0));
   const bool causal = state.range(1) != 0;
   at::set_num_threads(threads());
-  attnrt::Workload w = workload(seqlen, causal);
+  attnrt::Workload w = workload(seqlen, causal, state.range(2) != 0);
   at::Tensor q = torch_view(w.q), k = torch_view(w.k), v = torch_view(w.v), dout = torch_view(w.dout);
   c10::InferenceMode guard;
   auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal);
@@ -117,10 +134,12 @@ void BM_torch_backward(benchmark::State& state) {
 #endif
 
 void shapes(benchmark::internal::Benchmark* b, int max_seqlen) {
-  for (int causal : {0, 1}) {
-    for (int s = 512; s <= max_seqlen; s *= 2) b->Args({s, causal});
+  for (int bf16 : {0, 1}) {
+    for (int causal : {0, 1}) {
+      for (int s = 512; s <= max_seqlen; s *= 2) b->Args({s, causal, bf16});
+    }
   }
-  b->ArgNames({"seqlen", "causal"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+  b->ArgNames({"seqlen", "causal", "bf16"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 }
 
 }  // namespace

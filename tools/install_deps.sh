@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config binutils clang-format python3-pip python3-venv
   libyaml-cpp-dev libboost-dev libfmt-dev libspdlog-dev libcli11-dev libdlpack-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev libomp-dev clang libclang-rt-dev)  # libssl-dev: SHA-256 of the flex_attention cache keys. libomp-dev: LLVM's OpenMP runtime and Archer, for the ThreadSanitizer build (tools/test.sh). clang, libclang-rt-dev: libFuzzer and clang's sanitizers, for the fuzz build (tools/fuzz.sh)
+  libssl-dev libomp-dev clang libclang-rt-dev libdnnl-dev)  # libdnnl-dev: oneDNN, the tile products of the CPU sdpa plugin (opened at run time). libssl-dev: SHA-256 of the flex_attention cache keys. libomp-dev: LLVM's OpenMP runtime and Archer, for the ThreadSanitizer build (tools/test.sh). clang, libclang-rt-dev: libFuzzer and clang's sanitizers, for the fuzz build (tools/fuzz.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p")

@@ -6,6 +6,7 @@
 //   pass 1, per (sequence, kv head, k block): dk, dv summed over every query that sees the block
 //   pass 2, per (sequence, head, q block):    dq summed over the key blocks the queries see
 // p is recomputed from q, k and the forward's LSE; ds = p (dp - D) carries softcap's chain rule.
+#include "sdpa_gemm.hpp"
 #include "sdpa_kernels.hpp"
 
 #include <attnrt_kernels/threads.hpp>
@@ -132,6 +133,7 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, tile + hd * bk + bk * t.hd_pad, bk);  // v^T [hv, bk]
   }
 
+  TileGemm gemm;
   // Pass 1: dk and dv of one key block, over every query head of its group and every query
   // block whose visible keys meet it.
   std::vector<std::pair<int32_t, int32_t>> k_blocks;  // (b, block)
@@ -166,11 +168,11 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
         if (!any) continue;
         const float* q = q_at(b, h, q0);
         const float* dout = dout_at(b, h, q0);
-        gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);      // s = q k^T
-        gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);  // dp = dout v^T
+        gemm(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd, false);      // s = q k^T
+        gemm(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv, false);  // dp = dout v^T
         probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-        gemm_accumulate(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq);  // dv += p^T dout
-        gemm_accumulate(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq);    // dk += ds^T q
+        gemm(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq, true);  // dv += p^T dout
+        gemm(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq, true);    // dk += ds^T q
       }
     }
     // q was pre-scaled by softmax_scale, so dk already carries the scale.
@@ -215,10 +217,10 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
       const float* kt = tile_at(b, hk, k0 / bk);
       const float* k = kt + hd * bk;
       const float* vt = k + bk * t.hd_pad;
-      gemm_overwrite(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd);
-      gemm_overwrite(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv);
+      gemm(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd, false);
+      gemm(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv, false);
       probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-      gemm_accumulate(w.dq, t.hd_pad, w.dp, bk, 1, k, t.hd_pad, nq, t.hd_pad, nk);  // dq += ds k
+      gemm(w.dq, t.hd_pad, w.dp, bk, 1, k, t.hd_pad, nq, t.hd_pad, nk, true);  // dq += ds k
     }
     // ds is the gradient of the scaled score, so dq = softmax_scale * ds k.
     for (int64_t r = 0; r < nq; ++r) {
@@ -226,6 +228,7 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     }
   }
 
+  gemm.check();
   if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
 }
 

@@ -1,8 +1,15 @@
 // Forward: FlashAttention-2, Algorithm 1, on CPU tiles. A first pass packs every key tile once
-// (k^T and v as fp32, contiguous: O(seqlen) memory), so query tiles never re-transpose or
-// re-convert keys. Then each work item is (sequence, kv head, query block); it walks the key
-// tiles its rows can see, keeping a running max m, sum l and unnormalized output O per row,
-// and never holds more than one [rows, block_k] score tile.
+// (contiguous, O(seqlen) memory), so query tiles never re-transpose or re-convert keys. Then each
+// work item is (sequence, kv head, query block); it walks the key tiles its rows can see, keeping
+// a running max m, sum l and unnormalized output O per row, and never holds more than one
+// [rows, block_k] score tile.
+//
+// Two operand formats, one walk: fp32 tiles through oneDNN's sgemm (every dtype), and bf16 tiles
+// through its bf16 matmul where the CPU has bf16 instructions (AVX512-BF16, AMX) and the inputs
+// are bf16. The bf16 path rounds P to bf16 before P V, as FlashAttention-2 on GPUs and PyTorch's
+// CPU kernel do; its scores are exact products of the bf16 inputs, accumulated in fp32.
+#include "onednn_library.hpp"
+#include "sdpa_gemm.hpp"
 #include "sdpa_kernels.hpp"
 
 #include <attnrt_kernels/threads.hpp>
@@ -10,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -32,20 +40,126 @@ std::vector<Item> query_blocks(const ForwardProblem& p, int64_t block_q) {
   return items;
 }
 
-}  // namespace
+// fp32 -> bf16, round to nearest even (inputs are finite or +-inf; p is never NaN).
+inline uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
-void forward(const ForwardProblem& p, float* workspace, int num_threads) {
+// One thread's tiles: q [rows, hd_pad] (fp32) or [rows, hd] (bf16), s [rows, bk], p [rows, bk]
+// (bf16 only), o [rows, hv_pad], m and l [rows].
+struct ThreadTiles {
+  float *q, *s, *o, *m, *l;
+  uint16_t* p;
+};
+
+ThreadTiles carve(float* base, const Tiles& t) {
+  ThreadTiles w{};
+  w.q = base;
+  w.s = w.q + t.rows * t.hd_pad;
+  w.o = w.s + t.rows * t.block_k;
+  w.m = w.o + t.rows * t.hv_pad;
+  w.l = w.m + t.rows;
+  w.p = reinterpret_cast<uint16_t*>(w.l + t.rows);  // rows * block_k bf16: forward_floats_per_thread
+  return w;
+}
+
+// fp32 operands: k^T [hd, bk] and v [bk, hv_pad] per key tile; q pre-scaled by softmax_scale.
+struct Fp32Format {
+  const ForwardProblem& p;
+  const Tiles& t;
+  TileGemm gemm;
+
+  int64_t tile_floats() const { return t.block_k * (p.desc.head_dim + t.hv_pad); }
+  bool prescaled() const { return true; }
+
+  void pack(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
+    const attnrt_attention_desc& d = p.desc;
+    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, d.head_dim, tile, t.block_k);
+    pack_rows(p.v, d.dtype, b, hk, k0, nk, d.head_dim_v, 1.0f, tile + d.head_dim * t.block_k, t.hv_pad);
+  }
+  void load_q(const ThreadTiles& w, int64_t r, const void* row) const {
+    load_row_scaled(row, p.desc.dtype, p.desc.softmax_scale, w.q + r * t.hd_pad, p.desc.head_dim);
+  }
+  void pad_q(const ThreadTiles& /*w*/, int64_t /*rows*/) const {}
+  void scores(const ThreadTiles& w, const float* tile, int64_t rows, int64_t width) {
+    gemm(w.s, t.block_k, w.q, t.hd_pad, 1, tile, t.block_k, rows, width, p.desc.head_dim, false);
+  }
+  // s holds p = exp(score - m) for columns [0, width).
+  void accumulate_pv(const ThreadTiles& w, const float* tile, int64_t rows, int64_t /*width*/, int64_t nk) {
+    gemm(w.o, t.hv_pad, w.s, t.block_k, 1, tile + p.desc.head_dim * t.block_k, t.hv_pad, rows, t.hv_pad, nk, true);
+  }
+  void check() const { gemm.check(); }
+};
+
+// bf16 operands: k [bk, hd] and v [bk, hv], rows past the sequence zeroed, so every product has
+// the same shape (one oneDNN primitive each); q as given, the scale applied to the fp32 scores.
+struct Bf16Format {
+  const ForwardProblem& p;
+  const Tiles& t;
+  Bf16TileGemm gemm;
+
+  int64_t tile_floats() const { return (t.block_k * (p.desc.head_dim + p.desc.head_dim_v) + 1) / 2; }
+  bool prescaled() const { return false; }
+
+  static void copy_rows(const RowTensor& src, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim, uint16_t* dst,
+                        int64_t rows) {
+    for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * dim, src.row(b, t0 + r, h), dim * sizeof(uint16_t));
+    std::fill(dst + n * dim, dst + rows * dim, uint16_t{0});
+  }
+  void pack(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
+    uint16_t* k = reinterpret_cast<uint16_t*>(tile);
+    copy_rows(p.k, b, hk, k0, nk, p.desc.head_dim, k, t.block_k);
+    copy_rows(p.v, b, hk, k0, nk, p.desc.head_dim_v, k + t.block_k * p.desc.head_dim, t.block_k);
+  }
+  void load_q(const ThreadTiles& w, int64_t r, const void* row) const {
+    std::memcpy(reinterpret_cast<uint16_t*>(w.q) + r * p.desc.head_dim, row, p.desc.head_dim * sizeof(uint16_t));
+  }
+  // q and p rows past the item's rows are zero, so fixed-shape products stay finite there.
+  void pad_q(const ThreadTiles& w, int64_t rows) const {
+    const int64_t hd = p.desc.head_dim;
+    std::fill(reinterpret_cast<uint16_t*>(w.q) + rows * hd, reinterpret_cast<uint16_t*>(w.q) + t.rows * hd,
+              uint16_t{0});
+    std::fill(w.p + rows * t.block_k, w.p + t.rows * t.block_k, uint16_t{0});
+  }
+  // Always t.rows x block_k (one primitive per shape).
+  void scores(const ThreadTiles& w, const float* tile, int64_t /*rows*/, int64_t /*width*/) {
+    const int64_t hd = p.desc.head_dim;
+    gemm(w.s, t.block_k, reinterpret_cast<const uint16_t*>(w.q), hd, 1, reinterpret_cast<const uint16_t*>(tile), 1, hd,
+         t.rows, t.block_k, hd, false);
+  }
+  // s holds p = exp(score - m) for columns [0, width): rounded to bf16, the rest of the row 0.
+  void accumulate_pv(const ThreadTiles& w, const float* tile, int64_t rows, int64_t width, int64_t /*nk*/) {
+    const int64_t bk = t.block_k, hd = p.desc.head_dim, hv = p.desc.head_dim_v;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* sr = w.s + r * bk;
+      uint16_t* pr = w.p + r * bk;
+      for (int64_t j = 0; j < width; ++j) pr[j] = to_bf16(sr[j]);
+      std::fill(pr + width, pr + bk, uint16_t{0});
+    }
+    const uint16_t* v = reinterpret_cast<const uint16_t*>(tile) + bk * hd;
+    gemm(w.o, t.hv_pad, w.p, bk, 1, v, hv, 1, t.rows, hv, bk, true);
+  }
+  void check() const { gemm.check(); }
+};
+
+template <class Format>
+void run_forward(const ForwardProblem& p, float* workspace, int num_threads, Format& fmt) {
   const attnrt_attention_desc& d = p.desc;
   const Tiles t = tiles_for(d);
-  const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group(), bk = t.block_k;
+  const int64_t hv = d.head_dim_v, group = p.group(), bk = t.block_k;
   const size_t per_thread = forward_floats_per_thread(d);
   const std::vector<Item> blocks = query_blocks(p, t.block_q);
   const int64_t items = static_cast<int64_t>(blocks.size()) * d.heads_kv;
+  // Unscaled scores (bf16): scale them here where softcap or ALiBi must see scaled ones.
+  const float scale = d.softmax_scale;
+  const bool fold_scale = !fmt.prescaled() && d.softcap <= 0.0f && !p.alibi && scale > 0.0f;
 
   // Pass 1: pack key tiles. Tile (b, hk, kb) lives at kv_tiles + tile_index * tile_floats.
   float* kv_tiles = workspace + per_thread * static_cast<size_t>(num_threads);
   const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
-  const int64_t tile_floats = bk * (hd + t.hv_pad);
+  const int64_t tile_floats = fmt.tile_floats();
   auto tile_of = [&](int64_t b, int64_t hk, int64_t kb) {
     return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats;
   };
@@ -55,10 +169,7 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv,
                   b = item / tiles_per_seq / d.heads_kv;
     const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
-    if (nk <= 0) continue;
-    float* tile = tile_of(b, hk, kb);
-    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);
-    pack_rows(p.v, d.dtype, b, hk, k0, nk, hv, 1.0f, tile + hd * bk, t.hv_pad);
+    if (nk > 0) fmt.pack(tile_of(b, hk, kb), b, hk, k0, nk);
   }
 
   // Pass 2: query tiles.
@@ -69,12 +180,8 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
     const int64_t q0 = blk.q_block * t.block_q, nq = std::min(t.block_q, q_len - q0);
     const int64_t rows = group * nq;
-
-    float* q = workspace + static_cast<size_t>(omp_thread()) * per_thread;  // [rows, hd_pad]
-    float* s = q + t.rows * t.hd_pad;                                       // [rows, bk]
-    float* o = s + t.rows * bk;                                             // [rows, hv_pad]
-    float* m = o + t.rows * t.hv_pad;                                       // [rows]
-    float* l = m + t.rows;                                                  // [rows]
+    const ThreadTiles w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
+    float *s = w.s, *o = w.o, *m = w.m, *l = w.l;
     std::vector<TileRow> row_info(rows);
 
     // Row r of the tile is query q0 + r % nq of head hk * group + r / nq.
@@ -87,8 +194,9 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
         k_lo = std::min(k_lo, range.lo);
         k_hi = std::max(k_hi, range.hi);
       }
-      load_row_scaled(p.q.row(b, i, h), d.dtype, d.softmax_scale, q + r * t.hd_pad, hd);
+      fmt.load_q(w, r, p.q.row(b, i, h));
     }
+    fmt.pad_q(w, rows);
     std::fill(o, o + rows * t.hv_pad, 0.0f);
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.0f);
@@ -97,23 +205,26 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
     for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
       const int64_t nk = std::min(bk, k_len - k0);
       const int64_t width = round_up(nk, kGemmTileN);  // short sequences: no work on padding
-      const float* kt = tile_of(b, hk, k0 / bk);
-      const float* v = kt + hd * bk;
-      gemm_overwrite(s, bk, q, t.hd_pad, 1, kt, bk, rows, width, hd);
+      const float* tile = tile_of(b, hk, k0 / bk);
+      fmt.scores(w, tile, rows, width);
+      if (!fmt.prescaled() && !fold_scale) {
+        for (int64_t r = 0; r < rows; ++r) scale_row(s + r * bk, width, scale);
+      }
       transform_scores(s, bk, width, row_info.data(), rows, k0, nk, d.softcap, p.diag_offset(b), nullptr);
+      const float row_scale = fold_scale ? scale : 1.0f;  // max(scale x) = scale max(x) for scale > 0
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * bk;
-        const float m_new = std::max(m[r], row_max(sr, width));
+        const float m_new = std::max(m[r], row_scale * row_max(sr, width));
         if (m_new == kNegInf) {  // nothing visible yet: p = 0 for the whole row
           std::fill(sr, sr + width, 0.0f);
           continue;
         }
         const float alpha = std::exp(m[r] - m_new);  // rescales what was summed so far
-        l[r] = l[r] * alpha + exp_subtract_sum(sr, width, m_new);
+        l[r] = l[r] * alpha + exp_scaled_subtract_sum(sr, width, row_scale, m_new);
         if (alpha != 1.0f) scale_row(o + r * t.hv_pad, t.hv_pad, alpha);
         m[r] = m_new;
       }
-      gemm_accumulate(o, t.hv_pad, s, bk, 1, v, t.hv_pad, rows, t.hv_pad, nk);
+      fmt.accumulate_pv(w, tile, rows, width, nk);
     }
 
     // Epilogue: fold the sink logit into the denominator, normalize, write out and LSE.
@@ -131,6 +242,24 @@ void forward(const ForwardProblem& p, float* workspace, int num_threads) {
       store_row(o + r * t.hv_pad, inv, d.dtype, p.out.row(b, i, h), hv);
       if (p.lse) p.lse.at(b, h, i) = lr > 0.0f ? mr + std::log(lr) : kNegInf;
     }
+  }
+  fmt.check();
+}
+
+}  // namespace
+
+bool uses_bf16_products(const attnrt_attention_desc& d) {
+  return d.dtype == ATTNRT_DTYPE_BF16 && onednn_library().fast_bf16;
+}
+
+void forward(const ForwardProblem& p, float* workspace, int num_threads) {
+  const Tiles t = tiles_for(p.desc);
+  if (uses_bf16_products(p.desc)) {
+    Bf16Format fmt{p, t, {}};
+    run_forward(p, workspace, num_threads, fmt);
+  } else {
+    Fp32Format fmt{p, t, {}};
+    run_forward(p, workspace, num_threads, fmt);
   }
 }
 

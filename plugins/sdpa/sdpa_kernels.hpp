@@ -34,6 +34,10 @@ size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q
 // Floats of one packed backward key tile: k^T, k and v^T.
 size_t backward_tile_floats(const attnrt_attention_desc& desc);
 
+// True where a call's products run in bf16 (bf16 inputs, and oneDNN has bf16 kernels for this
+// CPU); its other calls convert to fp32.
+bool uses_bf16_products(const attnrt_attention_desc& desc);
+
 void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads);
 void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads);
 

@@ -1,6 +1,7 @@
 // The sdpa plugin's C++ class. Built for baseline x86-64: it checks the CPU before handing a
 // call to the AVX2 kernels, and refuses with a reason (so the runtime falls back) where they
 // cannot run.
+#include "onednn_library.hpp"
 #include "sdpa_kernels.hpp"
 
 #include <attnrt/plugin.hpp>
@@ -22,7 +23,7 @@ std::string cpu_gap() {
     return "this CPU lacks AVX2/FMA/F16C (x86-64-v3), which sdpa's kernels are built for";
   }
 #endif
-  return "";
+  return onednn_library().error;
 }
 
 int64_t packed_queries(const attnrt_attention_desc& d, const DLTensor* q) {
@@ -48,7 +49,7 @@ class SdpaPlugin {
 
   explicit SdpaPlugin(const attnrt_host_info& /*host*/) : cpu_gap_(cpu_gap()) {}
 
-  // Beyond the capabilities: the kernels need x86-64-v3 (AVX2, FMA, F16C), checked once.
+  // Beyond the capabilities: the kernels need x86-64-v3 (AVX2, FMA, F16C) and oneDNN, checked once.
   std::string supports(const attnrt_attention_desc& /*d*/) const { return cpu_gap_; }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {

@@ -27,8 +27,9 @@ Tiles tiles_for(const attnrt_attention_desc& d) {
 
 size_t forward_floats_per_thread(const attnrt_attention_desc& d) {
   const Tiles t = tiles_for(d);
-  // q [rows, hd_pad], s [rows, block_k], o [rows, hv_pad], m and l [rows]
-  return t.rows * t.hd_pad + t.rows * t.block_k + t.rows * t.hv_pad + 2 * t.rows;
+  // q [rows, hd_pad], s [rows, block_k], o [rows, hv_pad], m and l [rows], and for bf16
+  // products p [rows, block_k] as bf16 (sdpa_forward.cpp's carve)
+  return t.rows * t.hd_pad + t.rows * t.block_k + t.rows * t.hv_pad + 2 * t.rows + (t.rows * t.block_k + 1) / 2;
 }
 
 size_t forward_floats_shared(const attnrt_attention_desc& d) {

@@ -100,6 +100,20 @@ inline float exp_subtract_sum(float* __restrict s, int64_t n, float m) {
   return r;
 }
 
+// s[j] = exp(scale * s[j] - m) in place; returns the sum. m must be finite and >= scale * s[j]
+// (up to rounding); scale > 0. Folds the softmax scale into the exponent's FMA.
+inline float exp_scaled_subtract_sum(float* __restrict s, int64_t n, float scale, float m) {
+  vec8f sum = splat8(0.0f);
+  for (int64_t j = 0; j < n; j += 8) {
+    const vec8f p = exp8_nonpositive(load8(s + j) * scale - m);
+    store8(s + j, p);
+    sum += p;
+  }
+  float r = 0.0f;
+  for (int l = 0; l < 8; ++l) r += sum[l];
+  return r;
+}
+
 inline void scale_row(float* __restrict x, int64_t n, float alpha) {
   for (int64_t j = 0; j < n; j += 8) store8(x + j, load8(x + j) * alpha);
 }
