@@ -9,6 +9,7 @@
 // are bf16. The bf16 path rounds P to bf16 before P V, as FlashAttention-2 on GPUs and PyTorch's
 // CPU kernel do; its scores are exact products of the bf16 inputs, accumulated in fp32.
 #include "onednn_library.hpp"
+#include "online_softmax.hpp"
 #include "sdpa_gemm.hpp"
 #include "sdpa_kernels.hpp"
 
@@ -38,13 +39,6 @@ std::vector<Item> query_blocks(const ForwardProblem& p, int64_t block_q) {
     for (int32_t qb = 0; qb < blocks; ++qb) items.push_back({b, qb});
   }
   return items;
-}
-
-// fp32 -> bf16, round to nearest even (inputs are finite or +-inf; p is never NaN).
-inline uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 // One thread's tiles: q [rows, hd_pad] (fp32) or [rows, hd] (bf16), s [rows, bk], p [rows, bk]
@@ -86,7 +80,7 @@ struct Fp32Format {
   void scores(const ThreadTiles& w, const float* tile, int64_t rows, int64_t width) {
     gemm(w.s, t.block_k, w.q, t.hd_pad, 1, tile, t.block_k, rows, width, p.desc.head_dim, false);
   }
-  // s holds p = exp(score - m) for columns [0, width).
+  uint16_t* p_bf16(const ThreadTiles& /*w*/) const { return nullptr; }  // p stays in s, fp32
   void accumulate_pv(const ThreadTiles& w, const float* tile, int64_t rows, int64_t /*width*/, int64_t nk) {
     gemm(w.o, t.hv_pad, w.s, t.block_k, 1, tile + p.desc.head_dim * t.block_k, t.hv_pad, rows, t.hv_pad, nk, true);
   }
@@ -129,15 +123,10 @@ struct Bf16Format {
     gemm(w.s, t.block_k, reinterpret_cast<const uint16_t*>(w.q), hd, 1, reinterpret_cast<const uint16_t*>(tile), 1, hd,
          t.rows, t.block_k, hd, false);
   }
-  // s holds p = exp(score - m) for columns [0, width): rounded to bf16, the rest of the row 0.
-  void accumulate_pv(const ThreadTiles& w, const float* tile, int64_t rows, int64_t width, int64_t /*nk*/) {
+  // The softmax wrote p = exp(score - m) as bf16 into w.p, zero past the tile's width.
+  uint16_t* p_bf16(const ThreadTiles& w) const { return w.p; }
+  void accumulate_pv(const ThreadTiles& w, const float* tile, int64_t /*rows*/, int64_t /*width*/, int64_t /*nk*/) {
     const int64_t bk = t.block_k, hd = p.desc.head_dim, hv = p.desc.head_dim_v;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* sr = w.s + r * bk;
-      uint16_t* pr = w.p + r * bk;
-      for (int64_t j = 0; j < width; ++j) pr[j] = to_bf16(sr[j]);
-      std::fill(pr + width, pr + bk, uint16_t{0});
-    }
     const uint16_t* v = reinterpret_cast<const uint16_t*>(tile) + bk * hd;
     gemm(w.o, t.hv_pad, w.p, bk, 1, v, hv, 1, t.rows, hv, bk, true);
   }
@@ -173,6 +162,7 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
   }
 
   // Pass 2: query tiles.
+  const OnlineSoftmaxFn softmax = online_softmax();
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
   for (int64_t item = 0; item < items; ++item) {
     const Item blk = blocks[item / d.heads_kv];
@@ -211,19 +201,20 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
         for (int64_t r = 0; r < rows; ++r) scale_row(s + r * bk, width, scale);
       }
       transform_scores(s, bk, width, row_info.data(), rows, k0, nk, d.softcap, p.diag_offset(b), nullptr);
-      const float row_scale = fold_scale ? scale : 1.0f;  // max(scale x) = scale max(x) for scale > 0
-      for (int64_t r = 0; r < rows; ++r) {
-        float* sr = s + r * bk;
-        const float m_new = std::max(m[r], row_scale * row_max(sr, width));
-        if (m_new == kNegInf) {  // nothing visible yet: p = 0 for the whole row
-          std::fill(sr, sr + width, 0.0f);
-          continue;
-        }
-        const float alpha = std::exp(m[r] - m_new);  // rescales what was summed so far
-        l[r] = l[r] * alpha + exp_scaled_subtract_sum(sr, width, row_scale, m_new);
-        if (alpha != 1.0f) scale_row(o + r * t.hv_pad, t.hv_pad, alpha);
-        m[r] = m_new;
-      }
+      // max(scale x) = scale max(x) for scale > 0, so the scale folds into the exponent.
+      softmax({.s = s,
+               .ld_s = bk,
+               .rows = rows,
+               .width = width,
+               .scale = fold_scale ? scale : 1.0f,
+               .m = m,
+               .l = l,
+               .o = o,
+               .ld_o = t.hv_pad,
+               .o_width = t.hv_pad,
+               .p_bf16 = fmt.p_bf16(w),
+               .ld_p = bk,
+               .p_width = bk});
       fmt.accumulate_pv(w, tile, rows, width, nk);
     }
 

@@ -12,10 +12,12 @@ Tiles tiles_for(const attnrt_attention_desc& d) {
   const int64_t group = d.heads_q / d.heads_kv;
   // 128 query rows x 128 keys: Q, K^T, V, S and O of head_dim 128 (~320 KiB) stay in a core's
   // L2, and each packed K^T tile serves 128 rows (measured in bench/: 64x64 tiles were ~20%
-  // slower, 256-row tiles no faster).
+  // slower, 256-row tiles no faster). bf16 products take 256 keys: each oneDNN call then does
+  // twice the work for its fixed cost (GPU machine's Xeon, AMX, 16 threads: 4.71 vs 5.76 ms at
+  // seqlen 2048; 512 keys no faster, and slower at 512).
   t.block_q = std::max<int64_t>(1, 128 / group);
   t.rows = group * t.block_q;
-  t.block_k = 128;
+  t.block_k = uses_bf16_products(d) ? 256 : 128;
   // Backward keeps 64 x 64: it holds five score-sized tiles, and short sequences pay for
   // padded keys in every one of them.
   t.bwd_q = 64;

@@ -1,0 +1,4 @@
+// online_softmax for AVX2 (x86-64-v3), 8 lanes.
+#define ATTNRT_SOFTMAX_LANES 8
+#define ATTNRT_SOFTMAX_NAME online_softmax_avx2
+#include "online_softmax.inc"

@@ -1,0 +1,21 @@
+// Picks the online_softmax build for this CPU (baseline code: it runs before anything wide).
+#include "online_softmax.hpp"
+
+namespace attnrt::plugins::sdpa {
+
+bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+OnlineSoftmaxFn online_softmax() {
+  static const OnlineSoftmaxFn fn = cpu_has_avx512() ? &online_softmax_avx512 : &online_softmax_avx2;
+  return fn;
+}
+
+}  // namespace attnrt::plugins::sdpa
