@@ -1,11 +1,18 @@
 // Backward: FlashAttention-2, Algorithm 2, split into passes that never write the same row
 // from two threads, so the result is deterministic without atomics:
 //   pass 0, per (sequence, head):            D_i = dout_i . out_i, dsinks partial sums, and
-//                                            q (scaled) and dout packed once as fp32 rows;
-//            per (sequence, kv head, k block): k^T, k and v^T packed once
+//                                            q and dout packed once as rows;
+//            per (sequence, kv head, k block): the key tile's operands packed once
 //   pass 1, per (sequence, kv head, k block): dk, dv summed over every query that sees the block
 //   pass 2, per (sequence, head, q block):    dq summed over the key blocks the queries see
 // p is recomputed from q, k and the forward's LSE; ds = p (dp - D) carries softcap's chain rule.
+//
+// Two operand formats, as in the forward: fp32 (q pre-scaled; k^T, k and v^T per key tile) for
+// every dtype, and bf16 (q, dout, k and v as given; p and ds rounded to bf16 before their
+// products, as FlashAttention-2 on GPUs does) where the inputs are bf16 and oneDNN has bf16
+// kernels for the CPU. The bf16 products always have the full [bwd_q, bwd_k] shape (one oneDNN
+// primitive each): rows past a block's queries have p = ds = 0 and keys past a sequence are zero.
+#include "onednn_library.hpp"
 #include "sdpa_gemm.hpp"
 #include "sdpa_kernels.hpp"
 
@@ -14,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace attnrt::plugins::sdpa {
@@ -24,6 +32,7 @@ namespace {
 
 struct Buffers {
   float *p, *dp, *capped, *dk, *dv, *dq;
+  uint16_t *p16, *ds16;  // bf16 copies of p and ds (bf16 format)
 };
 
 Buffers carve(float* base, const Tiles& t) {
@@ -34,6 +43,8 @@ Buffers carve(float* base, const Tiles& t) {
   w.dk = w.capped + t.bwd_q * t.bwd_k;
   w.dv = w.dk + t.bwd_k * t.hd_pad;
   w.dq = w.dv + t.bwd_k * t.hv_pad;
+  w.p16 = reinterpret_cast<uint16_t*>(w.dq + t.bwd_q * t.hd_pad);
+  w.ds16 = w.p16 + t.bwd_q * t.bwd_k;
   return w;
 }
 
@@ -42,8 +53,16 @@ int64_t packed_row(const BackwardProblem& p, int64_t b, int64_t i) {
   return p.lengths.cu_q ? p.lengths.cu_q[b] + i : b * p.desc.seqlen_q + i;
 }
 
-// For a [nq, block_k] tile whose raw scores q.k are in w.p: p = exp(score - lse) in w.p,
-// ds = p (dp - D) * d(score)/d(raw) in w.dp (dp = dout . v^T must already be in w.dp).
+// fp32 -> bf16, round to nearest even (p and ds are finite).
+inline uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// For a [nq, block_k] tile whose scores are in w.p (scaled: softmax_scale * q.k): p =
+// exp(score - lse) in w.p, ds = p (dp - D) * d(score)/d(raw) in w.dp (dp = dout . v^T must
+// already be in w.dp).
 void probabilities_and_ds(const BackwardProblem& p, const Tiles& t, const Buffers& w, const TileRow* rows,
                           const float* lse, const float* D, int64_t nq, int64_t b, int64_t k0, int64_t nk) {
   const float softcap = p.desc.softcap;
@@ -72,31 +91,142 @@ void probabilities_and_ds(const BackwardProblem& p, const Tiles& t, const Buffer
   }
 }
 
-}  // namespace
+// fp32 operands. Packed rows: q * softmax_scale [hd_pad], dout [hv_pad]; key tile: k^T
+// [hd, bk], k [bk, hd_pad], v^T [hv, bk].
+struct Fp32Format {
+  const BackwardProblem& p;
+  const Tiles& t;
+  TileGemm gemm;
 
-void backward(const BackwardProblem& p, float* workspace, int num_threads) {
+  using Row = float;
+  int64_t q_ld() const { return t.hd_pad; }
+  int64_t dout_ld() const { return t.hv_pad; }
+  float dk_scale() const { return 1.0f; }  // q was pre-scaled, so dk already carries the scale
+
+  void pack_rows_of(int64_t b, int64_t h, int64_t q_len, float* q, float* dout) const {
+    const attnrt_attention_desc& d = p.desc;
+    pack_rows(p.q, d.dtype, b, h, 0, q_len, d.head_dim, d.softmax_scale, q, t.hd_pad);
+    pack_rows(p.dout, d.dtype, b, h, 0, q_len, d.head_dim_v, 1.0f, dout, t.hv_pad);
+  }
+  void pack_tile(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
+    const attnrt_attention_desc& d = p.desc;
+    const int64_t hd = d.head_dim, hv = d.head_dim_v, bk = t.bwd_k;
+    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);                            // k^T [hd, bk]
+    pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, tile + hd * bk, t.hd_pad);                 // k [bk, hd_pad]
+    pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, tile + hd * bk + bk * t.hd_pad, bk);  // v^T [hv, bk]
+  }
+  // w.p = scaled scores, w.dp = dout v^T.
+  void scores_and_dp(const Buffers& w, const float* q, const float* dout, const float* tile, int64_t nq) {
+    const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k;
+    gemm(w.p, bk, q, t.hd_pad, 1, tile, bk, nq, bk, hd, false);                                // s = q k^T
+    gemm(w.dp, bk, dout, t.hv_pad, 1, tile + hd * bk + bk * t.hd_pad, bk, nq, bk, hv, false);  // dp = dout v^T
+  }
+  void round_p_ds(const Buffers& /*w*/, int64_t /*nq*/) const {}
+  void dv_dk(const Buffers& w, const float* q, const float* dout, int64_t nq, int64_t nk) {
+    const int64_t bk = t.bwd_k;
+    gemm(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq, true);  // dv += p^T dout
+    gemm(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq, true);    // dk += ds^T q
+  }
+  void dq(const Buffers& w, const float* tile, int64_t nq, int64_t nk) {
+    const int64_t bk = t.bwd_k, hd = p.desc.head_dim;
+    gemm(w.dq, t.hd_pad, w.dp, bk, 1, tile + hd * bk, t.hd_pad, nq, t.hd_pad, nk, true);  // dq += ds k
+  }
+  void check() const { gemm.check(); }
+};
+
+// bf16 operands. Packed rows: q [hd] and dout [hv] as given; key tile: k [bk, hd] and
+// v [bk, hv], rows past the sequence zeroed.
+struct Bf16Format {
+  const BackwardProblem& p;
+  const Tiles& t;
+  Bf16TileGemm gemm;
+
+  using Row = uint16_t;
+  int64_t q_ld() const { return p.desc.head_dim; }
+  int64_t dout_ld() const { return p.desc.head_dim_v; }
+  float dk_scale() const { return p.desc.softmax_scale; }
+
+  static void copy_rows(const RowTensor& src, int64_t b, int64_t h, int64_t n, int64_t dim, uint16_t* dst) {
+    for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * dim, src.row(b, r, h), dim * sizeof(uint16_t));
+  }
+  void pack_rows_of(int64_t b, int64_t h, int64_t q_len, uint16_t* q, uint16_t* dout) const {
+    copy_rows(p.q, b, h, q_len, p.desc.head_dim, q);
+    copy_rows(p.dout, b, h, q_len, p.desc.head_dim_v, dout);
+  }
+  void pack_tile(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
+    const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k;
+    uint16_t* k = reinterpret_cast<uint16_t*>(tile);
+    uint16_t* v = k + bk * hd;
+    for (int64_t r = 0; r < nk; ++r) {
+      std::memcpy(k + r * hd, p.k.row(b, k0 + r, hk), hd * sizeof(uint16_t));
+      std::memcpy(v + r * hv, p.v.row(b, k0 + r, hk), hv * sizeof(uint16_t));
+    }
+    std::fill(k + nk * hd, k + bk * hd, uint16_t{0});
+    std::fill(v + nk * hv, v + bk * hv, uint16_t{0});
+  }
+  const uint16_t* k_of(const float* tile) const { return reinterpret_cast<const uint16_t*>(tile); }
+  const uint16_t* v_of(const float* tile) const { return k_of(tile) + t.bwd_k * p.desc.head_dim; }
+  // w.p = softmax_scale * q k^T, w.dp = dout v^T, both [bwd_q, bwd_k] whatever nq is (rows past
+  // nq read the next packed rows, or the zeroed rows after the last).
+  void scores_and_dp(const Buffers& w, const uint16_t* q, const uint16_t* dout, const float* tile, int64_t nq) {
+    const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k, bq = t.bwd_q;
+    gemm(w.p, bk, q, hd, 1, k_of(tile), 1, hd, bq, bk, hd, false);
+    gemm(w.dp, bk, dout, hv, 1, v_of(tile), 1, hv, bq, bk, hv, false);
+    const float scale = p.desc.softmax_scale;
+    for (int64_t r = 0; r < nq; ++r) scale_row(w.p + r * bk, bk, scale);
+  }
+  void round_p_ds(const Buffers& w, int64_t nq) const {
+    const int64_t bk = t.bwd_k;
+    for (int64_t i = 0; i < nq * bk; ++i) {
+      w.p16[i] = to_bf16(w.p[i]);
+      w.ds16[i] = to_bf16(w.dp[i]);
+    }
+    std::fill(w.p16 + nq * bk, w.p16 + t.bwd_q * bk, uint16_t{0});
+    std::fill(w.ds16 + nq * bk, w.ds16 + t.bwd_q * bk, uint16_t{0});
+  }
+  void dv_dk(const Buffers& w, const uint16_t* q, const uint16_t* dout, int64_t /*nq*/, int64_t /*nk*/) {
+    const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k, bq = t.bwd_q;
+    gemm(w.dv, t.hv_pad, w.p16, 1, bk, dout, hv, 1, bk, hv, bq, true);  // dv += p^T dout
+    gemm(w.dk, t.hd_pad, w.ds16, 1, bk, q, hd, 1, bk, hd, bq, true);    // dk += ds^T q
+  }
+  void dq(const Buffers& w, const float* tile, int64_t /*nq*/, int64_t /*nk*/) {
+    const int64_t hd = p.desc.head_dim, bk = t.bwd_k, bq = t.bwd_q;
+    gemm(w.dq, t.hd_pad, w.ds16, bk, 1, k_of(tile), hd, 1, bq, hd, bk, true);  // dq += ds k
+  }
+  void check() const { gemm.check(); }
+};
+
+template <class Format>
+void run_backward(const BackwardProblem& p, float* workspace, int num_threads, Format& fmt) {
+  using Row = typename Format::Row;
   const attnrt_attention_desc& d = p.desc;
   const Tiles t = tiles_for(d);
   const int64_t hd = d.head_dim, hv = d.head_dim_v, group = p.group(), bk = t.bwd_k, bq = t.bwd_q;
   const int64_t total_q = p.lengths.cu_q ? p.lengths.cu_q[d.batch] : static_cast<int64_t>(d.batch) * d.seqlen_q;
   const size_t per_thread = backward_floats_per_thread(d);
-  float* D = workspace + per_thread * static_cast<size_t>(num_threads);             // [heads_q, total_q]
-  float* q_rows = D + static_cast<size_t>(d.heads_q) * total_q;                     // [heads_q, total_q, hd_pad]
-  float* dout_rows = q_rows + static_cast<size_t>(d.heads_q) * total_q * t.hd_pad;  // [.., hv_pad]
-  float* kv_tiles = dout_rows + static_cast<size_t>(d.heads_q) * total_q * t.hv_pad;
+  const int64_t q_ld = fmt.q_ld(), dout_ld = fmt.dout_ld();
+  // Packed rows of every head, then bwd_q zeroed rows (full-shape bf16 products read past the
+  // last block); sized in floats for the fp32 format, which the bf16 one fits in.
+  const size_t rows = static_cast<size_t>(d.heads_q) * total_q + bq;
+  float* D = workspace + per_thread * static_cast<size_t>(num_threads);                // [heads_q, total_q]
+  Row* q_rows = reinterpret_cast<Row*>(D + static_cast<size_t>(d.heads_q) * total_q);  // [rows, q_ld]
+  Row* dout_rows = reinterpret_cast<Row*>(D + static_cast<size_t>(d.heads_q) * total_q + rows * t.hd_pad);
+  float* kv_tiles = D + static_cast<size_t>(d.heads_q) * total_q + rows * (t.hd_pad + t.hv_pad);
   const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
   const int64_t tile_floats = static_cast<int64_t>(backward_tile_floats(d));
   float* dsink_partial =
       kv_tiles + static_cast<size_t>(d.batch) * tiles_per_seq * d.heads_kv * tile_floats;  // [batch, heads_q]
   const int64_t batch_heads = static_cast<int64_t>(d.batch) * d.heads_q;
   // Packed operands of query rows (b, i..) of head h, and of key tile (b, hk, kb).
-  auto q_at = [&](int64_t b, int64_t h, int64_t i) { return q_rows + (h * total_q + packed_row(p, b, i)) * t.hd_pad; };
+  auto q_at = [&](int64_t b, int64_t h, int64_t i) { return q_rows + (h * total_q + packed_row(p, b, i)) * q_ld; };
   auto dout_at = [&](int64_t b, int64_t h, int64_t i) {
-    return dout_rows + (h * total_q + packed_row(p, b, i)) * t.hv_pad;
+    return dout_rows + (h * total_q + packed_row(p, b, i)) * dout_ld;
   };
   auto tile_at = [&](int64_t b, int64_t hk, int64_t kb) {
     return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats;
   };
+  std::fill(q_rows + (rows - bq) * q_ld, q_rows + rows * q_ld, Row{0});
+  std::fill(dout_rows + (rows - bq) * dout_ld, dout_rows + rows * dout_ld, Row{0});
 
   // Pass 0: D and the sink gradient dsink_h = -sum_i exp(sink_h - lse_i) D_i.
 #pragma omp parallel for num_threads(num_threads) schedule(static)
@@ -115,10 +245,7 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     }
     dsink_partial[bh] = dsink;
     const int64_t q_len = p.lengths.q_len(b);
-    if (q_len > 0) {
-      pack_rows(p.q, d.dtype, b, h, 0, q_len, hd, d.softmax_scale, q_at(b, h, 0), t.hd_pad);
-      pack_rows(p.dout, d.dtype, b, h, 0, q_len, hv, 1.0f, dout_at(b, h, 0), t.hv_pad);
-    }
+    if (q_len > 0) fmt.pack_rows_of(b, h, q_len, q_at(b, h, 0), dout_at(b, h, 0));
   }
   const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
@@ -126,14 +253,9 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv,
                   b = item / tiles_per_seq / d.heads_kv;
     const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
-    if (nk <= 0) continue;
-    float* tile = tile_at(b, hk, kb);
-    pack_rows_transposed(p.k, d.dtype, b, hk, k0, nk, hd, tile, bk);                            // k^T [hd, bk]
-    pack_rows(p.k, d.dtype, b, hk, k0, nk, hd, 1.0f, tile + hd * bk, t.hd_pad);                 // k [bk, hd_pad]
-    pack_rows_transposed(p.v, d.dtype, b, hk, k0, nk, hv, tile + hd * bk + bk * t.hd_pad, bk);  // v^T [hv, bk]
+    if (nk > 0) fmt.pack_tile(tile_at(b, hk, kb), b, hk, k0, nk);
   }
 
-  TileGemm gemm;
   // Pass 1: dk and dv of one key block, over every query head of its group and every query
   // block whose visible keys meet it.
   std::vector<std::pair<int32_t, int32_t>> k_blocks;  // (b, block)
@@ -147,12 +269,11 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     const int64_t b = bb, hk = item % d.heads_kv, k0 = static_cast<int64_t>(kb) * bk;
     const int64_t q_len = p.lengths.q_len(b), nk = std::min(bk, p.lengths.k_len(b) - k0);
     const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
-    const float* kt = tile_at(b, hk, kb);
-    const float* vt = kt + hd * bk + bk * t.hd_pad;
+    const float* tile = tile_at(b, hk, kb);
     std::fill(w.dk, w.dk + bk * t.hd_pad, 0.0f);
     std::fill(w.dv, w.dv + bk * t.hv_pad, 0.0f);
-    std::vector<TileRow> rows(bq);
-    float lse[64], Drow[64];
+    std::vector<TileRow> row_info(bq);
+    float lse[kMaxBackwardTile], Drow[kMaxBackwardTile];
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       const float slope = alibi_slope(p.alibi, b, h);
       for (int64_t q0 = 0; q0 < q_len; q0 += bq) {
@@ -160,33 +281,34 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
         bool any = false;
         for (int64_t r = 0; r < nq; ++r) {
           const KeyRange range = p.keys(b, q0 + r);
-          rows[r] = {q0 + r, range.lo, range.hi, slope};
+          row_info[r] = {q0 + r, range.lo, range.hi, slope};
           any |= range.lo < std::min(range.hi, k0 + nk) && range.hi > k0 && range.lo < k0 + nk;
           lse[r] = p.lse.at(b, h, q0 + r);
           Drow[r] = D[h * total_q + packed_row(p, b, q0 + r)];
         }
         if (!any) continue;
-        const float* q = q_at(b, h, q0);
-        const float* dout = dout_at(b, h, q0);
-        gemm(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd, false);      // s = q k^T
-        gemm(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv, false);  // dp = dout v^T
-        probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-        gemm(w.dv, t.hv_pad, w.p, 1, bk, dout, t.hv_pad, nk, t.hv_pad, nq, true);  // dv += p^T dout
-        gemm(w.dk, t.hd_pad, w.dp, 1, bk, q, t.hd_pad, nk, t.hd_pad, nq, true);    // dk += ds^T q
+        const Row* q = q_at(b, h, q0);
+        const Row* dout = dout_at(b, h, q0);
+        fmt.scores_and_dp(w, q, dout, tile, nq);
+        probabilities_and_ds(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+        fmt.round_p_ds(w, nq);
+        fmt.dv_dk(w, q, dout, nq, nk);
       }
     }
-    // q was pre-scaled by softmax_scale, so dk already carries the scale.
     for (int64_t j = 0; j < nk; ++j) {
-      store_row(w.dk + j * t.hd_pad, 1.0f, d.dtype, p.dk.row(b, k0 + j, hk), hd);
+      store_row(w.dk + j * t.hd_pad, fmt.dk_scale(), d.dtype, p.dk.row(b, k0 + j, hk), hd);
       store_row(w.dv + j * t.hv_pad, 1.0f, d.dtype, p.dv.row(b, k0 + j, hk), hv);
     }
   }
 
-  // Pass 2: dq of one query block of one head, over the key blocks it sees.
+  // Pass 2: dq of one query block of one head, over the key blocks it sees. Last blocks first:
+  // under a causal mask they see the most keys, and a long item started last leaves the other
+  // threads idle.
   std::vector<std::pair<int32_t, int32_t>> q_blocks;
   for (int32_t b = 0; b < d.batch; ++b) {
     for (int64_t q0 = 0; q0 < p.lengths.q_len(b); q0 += bq) q_blocks.push_back({b, static_cast<int32_t>(q0 / bq)});
   }
+  std::reverse(q_blocks.begin(), q_blocks.end());
   const int64_t q_items = static_cast<int64_t>(q_blocks.size()) * d.heads_q;
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
   for (int64_t item = 0; item < q_items; ++item) {
@@ -195,12 +317,12 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     const int64_t nq = std::min(bq, p.lengths.q_len(b) - q0);
     const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
     const float slope = alibi_slope(p.alibi, b, h);
-    std::vector<TileRow> rows(nq);
-    float lse[64], Drow[64];
+    std::vector<TileRow> row_info(nq);
+    float lse[kMaxBackwardTile], Drow[kMaxBackwardTile];
     int64_t k_lo = p.lengths.k_len(b), k_hi = 0;
     for (int64_t r = 0; r < nq; ++r) {
       const KeyRange range = p.keys(b, q0 + r);
-      rows[r] = {q0 + r, range.lo, range.hi, slope};
+      row_info[r] = {q0 + r, range.lo, range.hi, slope};
       if (range.lo < range.hi) {
         k_lo = std::min(k_lo, range.lo);
         k_hi = std::max(k_hi, range.hi);
@@ -208,19 +330,17 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
       lse[r] = p.lse.at(b, h, q0 + r);
       Drow[r] = D[h * total_q + packed_row(p, b, q0 + r)];
     }
-    const float* q = nq > 0 ? q_at(b, h, q0) : nullptr;
-    const float* dout = nq > 0 ? dout_at(b, h, q0) : nullptr;
-    std::fill(w.dq, w.dq + nq * t.hd_pad, 0.0f);
+    const Row* q = q_at(b, h, q0);
+    const Row* dout = dout_at(b, h, q0);
+    std::fill(w.dq, w.dq + bq * t.hd_pad, 0.0f);
     // Whole packed tiles from the one holding k_lo; the mask covers what lies outside.
     for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
       const int64_t nk = std::min(bk, p.lengths.k_len(b) - k0);
-      const float* kt = tile_at(b, hk, k0 / bk);
-      const float* k = kt + hd * bk;
-      const float* vt = k + bk * t.hd_pad;
-      gemm(w.p, bk, q, t.hd_pad, 1, kt, bk, nq, bk, hd, false);
-      gemm(w.dp, bk, dout, t.hv_pad, 1, vt, bk, nq, bk, hv, false);
-      probabilities_and_ds(p, t, w, rows.data(), lse, Drow, nq, b, k0, nk);
-      gemm(w.dq, t.hd_pad, w.dp, bk, 1, k, t.hd_pad, nq, t.hd_pad, nk, true);  // dq += ds k
+      const float* tile = tile_at(b, hk, k0 / bk);
+      fmt.scores_and_dp(w, q, dout, tile, nq);
+      probabilities_and_ds(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+      fmt.round_p_ds(w, nq);
+      fmt.dq(w, tile, nq, nk);
     }
     // ds is the gradient of the scaled score, so dq = softmax_scale * ds k.
     for (int64_t r = 0; r < nq; ++r) {
@@ -228,8 +348,21 @@ void backward(const BackwardProblem& p, float* workspace, int num_threads) {
     }
   }
 
-  gemm.check();
+  fmt.check();
   if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
+}
+
+}  // namespace
+
+void backward(const BackwardProblem& p, float* workspace, int num_threads) {
+  const Tiles t = tiles_for(p.desc);
+  if (uses_bf16_products(p.desc)) {
+    Bf16Format fmt{p, t, {}};
+    run_backward(p, workspace, num_threads, fmt);
+  } else {
+    Fp32Format fmt{p, t, {}};
+    run_backward(p, workspace, num_threads, fmt);
+  }
 }
 
 }  // namespace attnrt::plugins::sdpa

@@ -139,7 +139,10 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
   const Tiles t = tiles_for(d);
   const int64_t hv = d.head_dim_v, group = p.group(), bk = t.block_k;
   const size_t per_thread = forward_floats_per_thread(d);
-  const std::vector<Item> blocks = query_blocks(p, t.block_q);
+  // Last query blocks first: under a causal mask they see the most keys, and a long item
+  // started last leaves the other threads idle.
+  std::vector<Item> blocks = query_blocks(p, t.block_q);
+  std::reverse(blocks.begin(), blocks.end());
   const int64_t items = static_cast<int64_t>(blocks.size()) * d.heads_kv;
   // Unscaled scores (bf16): scale them here where softcap or ALiBi must see scaled ones.
   const float scale = d.softmax_scale;

@@ -12,6 +12,9 @@ namespace attnrt::plugins::sdpa {
 
 // Tile shape for one descriptor. A forward tile stacks `group` heads of `block_q` queries, so
 // the K/V tile packed once serves every query head that shares it (GQA/MQA).
+// The largest bwd_q and bwd_k.
+inline constexpr int64_t kMaxBackwardTile = 128;
+
 struct Tiles {
   int64_t block_q;  // queries per head in a forward tile
   int64_t rows;     // rows of a forward tile: group * block_q
