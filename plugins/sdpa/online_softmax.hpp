@@ -27,11 +27,13 @@ struct OnlineSoftmaxTile {
 
 using OnlineSoftmaxFn = void (*)(const OnlineSoftmaxTile&);
 
-// The build for this CPU: AVX-512 (F, BW, DQ, VL) where present, else AVX2.
+// The build for this CPU: AVX-512 (F, BW, DQ, VL) with AVX512-BF16, AVX-512 without it, AVX2.
 OnlineSoftmaxFn online_softmax();
-// Both, for tests that compare them.
+// Each build, for tests that compare them.
 void online_softmax_avx2(const OnlineSoftmaxTile& t);
 void online_softmax_avx512(const OnlineSoftmaxTile& t);
+void online_softmax_avx512bf16(const OnlineSoftmaxTile& t);
 bool cpu_has_avx512();
+bool cpu_has_avx512bf16();
 
 }  // namespace attnrt::plugins::sdpa

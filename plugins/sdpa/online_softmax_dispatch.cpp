@@ -13,8 +13,18 @@ bool cpu_has_avx512() {
 #endif
 }
 
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__)
+  return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 OnlineSoftmaxFn online_softmax() {
-  static const OnlineSoftmaxFn fn = cpu_has_avx512() ? &online_softmax_avx512 : &online_softmax_avx2;
+  static const OnlineSoftmaxFn fn = cpu_has_avx512bf16() ? &online_softmax_avx512bf16
+                                    : cpu_has_avx512()   ? &online_softmax_avx512
+                                                         : &online_softmax_avx2;
   return fn;
 }
 

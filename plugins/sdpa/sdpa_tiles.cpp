@@ -18,13 +18,11 @@ Tiles tiles_for(const attnrt_attention_desc& d) {
   t.block_q = std::max<int64_t>(1, 128 / group);
   t.rows = group * t.block_q;
   t.block_k = uses_bf16_products(d) ? 256 : 128;
-  // Backward keeps 64 x 64 for fp32 products: it holds five score-sized tiles, and short
-  // sequences pay for padded keys in every one of them. bf16 products take 128 x 128: each
-  // oneDNN call does 8x the work for its fixed cost (GPU machine's Xeon, 16 threads, seqlen
-  // 2048: 14.4 vs 19.8 ms).
-  const bool bf16 = uses_bf16_products(d);
-  t.bwd_q = bf16 ? 128 : 64;
-  t.bwd_k = bf16 ? 128 : 64;
+  // Backward: 128 x 128 (64 x 64 when the products were attnrt's own): each oneDNN call does
+  // 8x the work for its fixed cost (GPU machine's Xeon, 16 threads, seqlen 2048: bf16 14.4 vs
+  // 19.8 ms, fp32 29.7 vs 36.4 ms).
+  t.bwd_q = 128;
+  t.bwd_k = 128;
   t.hd_pad = round_up(d.head_dim, kGemmTileN);
   t.hv_pad = round_up(d.head_dim_v, kGemmTileN);
   return t;

@@ -101,8 +101,16 @@ TEST(OnlineSoftmax, Avx512MatchesTheReference) {
   check_against_reference(&online_softmax_avx512, true);
 }
 
+TEST(OnlineSoftmax, Avx512Bf16MatchesTheReference) {
+  if (!cpu_has_avx512bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  check_against_reference(&online_softmax_avx512bf16, false);
+  check_against_reference(&online_softmax_avx512bf16, true);
+}
+
 TEST(OnlineSoftmax, DispatchPicksTheWidestBuild) {
-  EXPECT_EQ(online_softmax(), cpu_has_avx512() ? &online_softmax_avx512 : &online_softmax_avx2);
+  EXPECT_EQ(online_softmax(), cpu_has_avx512bf16() ? &online_softmax_avx512bf16
+                              : cpu_has_avx512()   ? &online_softmax_avx512
+                                                   : &online_softmax_avx2);
 }
 
 }  // namespace
