@@ -197,7 +197,7 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
     // Walk whole packed tiles: start at the tile holding k_lo, mask what lies outside.
     for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
       const int64_t nk = std::min(bk, k_len - k0);
-      const int64_t width = round_up(nk, kGemmTileN);  // short sequences: no work on padding
+      const int64_t width = round_up(nk, kColumnMultiple);  // short sequences: no work on padding
       const float* tile = tile_of(b, hk, k0 / bk);
       fmt.scores(w, tile, rows, width);
       if (!fmt.prescaled() && !fold_scale) {

@@ -1,9 +1,10 @@
 // sdpa on the CPU: FlashAttention-2's tiled online softmax (Dao 2023, Algorithms 1 and 2) with
-// O(seqlen) extra memory per thread. The kernels live in their own translation units, built
-// for x86-64-v3 (AVX2, FMA, F16C); the plugin calls them only where the CPU has those.
+// O(seqlen) extra memory per thread. The tile products run on oneDNN (sdpa_gemm.hpp), the online
+// softmax in a build for the CPU's widest vector unit (online_softmax.hpp); the rest lives in
+// translation units built for x86-64-v3 (AVX2, FMA, F16C), which the plugin calls only where the
+// CPU has those.
 #pragma once
 
-#include <attnrt_kernels/gemm.hpp>
 #include <attnrt_kernels/problem.hpp>
 
 #include <cstddef>
@@ -12,17 +13,22 @@ namespace attnrt::plugins::sdpa {
 
 // Tile shape for one descriptor. A forward tile stacks `group` heads of `block_q` queries, so
 // the K/V tile packed once serves every query head that shares it (GQA/MQA).
+// Tile columns (keys, head_dim) are padded to a multiple of 16: the softmax's 16-lane builds and
+// the score transform's 8-lane loops work on whole vectors.
+inline constexpr int64_t kColumnMultiple = 16;
+inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
 // The largest bwd_q and bwd_k.
 inline constexpr int64_t kMaxBackwardTile = 128;
 
 struct Tiles {
   int64_t block_q;  // queries per head in a forward tile
   int64_t rows;     // rows of a forward tile: group * block_q
-  int64_t block_k;  // keys per tile, a multiple of kGemmTileN
+  int64_t block_k;  // keys per tile, a multiple of kColumnMultiple
   int64_t bwd_q;    // queries per backward tile
-  int64_t bwd_k;    // keys per backward tile, a multiple of kGemmTileN
-  int64_t hd_pad;   // head_dim rounded up to kGemmTileN
-  int64_t hv_pad;   // head_dim_v rounded up to kGemmTileN
+  int64_t bwd_k;    // keys per backward tile, a multiple of kColumnMultiple
+  int64_t hd_pad;   // head_dim rounded up to kColumnMultiple
+  int64_t hv_pad;   // head_dim_v rounded up to kColumnMultiple
 };
 
 Tiles tiles_for(const attnrt_attention_desc& desc);

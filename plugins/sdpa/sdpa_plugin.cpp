@@ -39,7 +39,8 @@ class SdpaPlugin {
   static constexpr const char* kName = "sdpa";
   static constexpr const char* kVersion = "1.0.0";
   static constexpr const char* kDescription =
-      "tiled online softmax on the CPU (FlashAttention-2's algorithm), O(seqlen) memory, multithreaded";
+      "tiled online softmax on the CPU (FlashAttention-2's algorithm) with oneDNN's products, O(seqlen) memory, "
+      "multithreaded";
 
   static constexpr attnrt_capabilities kCapabilities =
       sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,

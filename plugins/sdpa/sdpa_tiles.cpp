@@ -4,9 +4,6 @@
 
 namespace attnrt::plugins::sdpa {
 
-using kernels::kGemmTileN;
-using kernels::round_up;
-
 Tiles tiles_for(const attnrt_attention_desc& d) {
   Tiles t{};
   const int64_t group = d.heads_q / d.heads_kv;
@@ -23,8 +20,8 @@ Tiles tiles_for(const attnrt_attention_desc& d) {
   // 19.8 ms, fp32 29.7 vs 36.4 ms).
   t.bwd_q = 128;
   t.bwd_k = 128;
-  t.hd_pad = round_up(d.head_dim, kGemmTileN);
-  t.hv_pad = round_up(d.head_dim_v, kGemmTileN);
+  t.hd_pad = round_up(d.head_dim, kColumnMultiple);
+  t.hv_pad = round_up(d.head_dim_v, kColumnMultiple);
   return t;
 }
 

@@ -61,6 +61,25 @@ TEST(Cli, PathToAPluginDirectoryLoadsThatPlugin) {
   EXPECT_EQ(j[1]["chosen"], "eager");
 }
 
+// sdpa's products run on oneDNN, opened at run time: without it the plugin refuses with the
+// loader's reason and the site falls back to eager; with it, sdpa is chosen.
+TEST(Cli, SdpaWithoutOneDnnFallsBackToEagerWithTheReason) {
+  const std::string args =
+      "resolve configs/examples/verl_ppo_eager.yaml actor_rollout_ref.model.override_config.attn_implementation=sdpa";
+  auto r = run_cli(args + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(r.output.find("[\n")));
+  EXPECT_EQ(j[0]["chosen"], "sdpa") << r.output;
+  r = run_cli(args + " --json", "ATTNRT_ONEDNN_LIBRARY=/nonexistent/libdnnl.so.2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output.substr(r.output.find("[\n")));
+  EXPECT_EQ(j[0]["chosen"], "eager") << r.output;
+  EXPECT_EQ(j[0]["fell_back"], true) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "oneDNN, which sdpa's tile products run on, could not be loaded: /nonexistent/libdnnl.so.2"))
+      << r.output;
+}
+
 TEST(Cli, OtherAbiMajorIsRefusedNamingBothVersions) {
   const std::string so = (test::fixtures() / "broken/libattnrt_abi2.so").string();
   const auto r = run_cli("resolve configs/examples/strict_flash.yaml attn_implementation=" + so);

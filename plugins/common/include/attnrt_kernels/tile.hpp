@@ -2,7 +2,6 @@
 // turning a tile of raw q.k products into scores (softcap, ALiBi, mask) on 8 lanes at a time.
 #pragma once
 
-#include <attnrt_kernels/gemm.hpp>
 #include <attnrt_kernels/problem.hpp>
 #include <attnrt_kernels/vec_math.hpp>
 
