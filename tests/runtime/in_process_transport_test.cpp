@@ -55,6 +55,22 @@ TEST(InProcessTransport, RingDeliversInOrder) {
   EXPECT_EQ(group.bytes_sent(), static_cast<size_t>(n * 3 * (64 + 8) * sizeof(int)));
 }
 
+// NCCL's rule that a send buffer stays untouched until the send completes is kept: the message is
+// read from the sender's buffer when the receiver waits, so a sender that overwrites it early
+// corrupts what arrives (as it would on the GPU), and the ring's tests would see it.
+TEST(InProcessTransport, SendBufferIsReadWhenReceived) {
+  cp::InProcessGroup group(2, 10s);
+  std::vector<int> sent(4, 1), received(4, 0);
+  const cp::Transfer s{1, sent.data(), sent.size() * sizeof(int)}, r{0, received.data(), received.size() * sizeof(int)};
+  auto pending_send = group.transport(0).exchange({&s, 1}, {}, nullptr);
+  auto pending_receive = group.transport(1).exchange({}, {&r, 1}, nullptr);
+  sent.assign(4, 2);  // too early: the send has not completed
+  std::thread sender([&] { pending_send->wait(); });
+  pending_receive->wait();
+  sender.join();
+  EXPECT_EQ(received, std::vector<int>(4, 2));
+}
+
 TEST(InProcessTransport, SizeMismatchNamesBothSizes) {
   cp::InProcessGroup group(2, 10s);
   std::vector<char> a(16), b(32);

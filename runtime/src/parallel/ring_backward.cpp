@@ -39,12 +39,13 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
   const size_t es = dtype_bytes(desc.dtype);
   const int64_t k_elems = s.batch * s.shard_k * s.heads_kv * s.head_dim;
   const int64_t v_elems = s.batch * s.shard_k * s.heads_kv * s.head_dim_v;
-  const size_t kv_bytes = static_cast<size_t>(k_elems + v_elems) * es,
-               dkv_bytes = static_cast<size_t>(k_elems + v_elems) * 4;
+  // One buffer each: k (or dk) then v (or dv) at v_offset; blocks in the dtype, accumulators fp32.
+  const size_t kv_bytes = v_offset(static_cast<size_t>(k_elems) * es) + static_cast<size_t>(v_elems) * es;
+  const size_t dkv_bytes = v_offset(static_cast<size_t>(k_elems) * 4) + static_cast<size_t>(v_elems) * 4;
   const std::vector<int64_t> q_shape = s.q_shape(), k_shape = s.k_shape(), v_shape = s.v_shape();
   // A K/V-shaped pair of tensors (k then v) in one buffer of `dtype`: a block, or an accumulator.
   auto pair_of = [&](void* base, DLDataType dtype) {
-    const size_t bytes = (dtype.bits / 8) * static_cast<size_t>(k_elems);
+    const size_t bytes = v_offset((dtype.bits / 8) * static_cast<size_t>(k_elems));
     return std::array<TensorView, 2>{
         TensorView(base, dtype, s.device, {k_shape[0], k_shape[1], k_shape[2], k_shape[3]}),
         TensorView(static_cast<char*>(base) + bytes, dtype, s.device,

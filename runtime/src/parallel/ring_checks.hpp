@@ -27,5 +27,8 @@ void check_shard(const char* name, const DLTensor* t, const std::vector<int64_t>
 DLDataType dl_dtype(attnrt_dtype dtype);
 inline DLDataType dl_f32() { return {kDLFloat, 32, 1}; }
 inline size_t dtype_bytes(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP32 ? 4 : 2; }
+// Where v starts in a K/V buffer: k's bytes rounded up to 256, the alignment BlockOps::allocate
+// gives k, so vectorised kernels may load v as they load k.
+inline size_t v_offset(size_t k_bytes) { return (k_bytes + 255) / 256 * 256; }
 
 }  // namespace attnrt::cp

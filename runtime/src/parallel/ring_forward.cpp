@@ -35,12 +35,13 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
   const size_t v_bytes = static_cast<size_t>(s.batch * s.shard_k * s.heads_kv * s.head_dim_v) * es;
   const size_t out_elems = static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim_v);
   const size_t lse_elems = static_cast<size_t>(s.batch * s.heads_q * s.shard_q);
-  std::array<std::shared_ptr<void>, 2> kv{o.allocate(k_bytes + v_bytes), o.allocate(k_bytes + v_bytes)};
+  const size_t kv_bytes = v_offset(k_bytes) + v_bytes;  // one buffer: k, then v
+  std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes), o.allocate(kv_bytes)};
   auto k_block = [&](int i) {
     return TensorView(kv[i].get(), s.dtype, s.device, {s.batch, s.shard_k, s.heads_kv, s.head_dim});
   };
   auto v_block = [&](int i) {
-    return TensorView(static_cast<char*>(kv[i].get()) + k_bytes, s.dtype, s.device,
+    return TensorView(static_cast<char*>(kv[i].get()) + v_offset(k_bytes), s.dtype, s.device,
                       {s.batch, s.shard_k, s.heads_kv, s.head_dim_v});
   };
   const auto acc_out_mem = o.allocate(out_elems * 4), acc_lse_mem = o.allocate(lse_elems * 4);
@@ -62,8 +63,7 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
     for (const RingStep& step : s.plan.steps) {
       std::unique_ptr<PendingExchange> pending;
       if (step.step + 1 < s.plan.num_steps) {
-        const Transfer send{next, kv[cur].get(), k_bytes + v_bytes},
-            receive{prev, kv[1 - cur].get(), k_bytes + v_bytes};
+        const Transfer send{next, kv[cur].get(), kv_bytes}, receive{prev, kv[1 - cur].get(), kv_bytes};
         pending = transport.exchange({&send, 1}, {&receive, 1}, stream);
       }
       const TensorView k = k_block(cur), v = v_block(cur);
