@@ -14,8 +14,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <ostream>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace attnrt {
@@ -181,6 +184,110 @@ TEST(ContextParallel, LowPrecisionWithinTheFlashAttentionRule) {
       EXPECT_LE(got, 2 * single + 2 * k.ulp * std::max(1.0, max_abs(k.fp64)))
           << sdk::dtype_name(dtype) << " " << k.what << ": single call's error " << single;
     }
+  }
+}
+
+// Records the order of a rank's transfers and merges/adds: the overlap the ring is built for is
+// an order of calls (post an exchange, compute, then wait), which this checks on the CPU.
+class LoggingTransport final : public cp::Transport {
+ public:
+  LoggingTransport(cp::Transport& inner, std::vector<std::string>& log) : inner_(inner), log_(log) {}
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  std::string name() const override { return "logging"; }
+  std::unique_ptr<cp::PendingExchange> exchange(std::span<const cp::Transfer> sends,
+                                                std::span<const cp::Transfer> receives, void* stream) override {
+    log_.push_back("post");
+    return std::make_unique<Pending>(inner_.exchange(sends, receives, stream), log_);
+  }
+  void abort(const std::string& reason) override { inner_.abort(reason); }
+
+ private:
+  struct Pending final : cp::PendingExchange {
+    Pending(std::unique_ptr<cp::PendingExchange> p, std::vector<std::string>& l) : inner(std::move(p)), log(l) {}
+    void wait() override {
+      log.push_back("wait");
+      inner->wait();
+    }
+    std::unique_ptr<cp::PendingExchange> inner;
+    std::vector<std::string>& log;
+  };
+  cp::Transport& inner_;
+  std::vector<std::string>& log_;
+};
+
+class LoggingOps final : public cp::BlockOps {
+ public:
+  explicit LoggingOps(std::vector<std::string>& log) : inner_(cp::host_block_ops()), log_(log) {}
+  DLDevice device() const override { return inner_->device(); }
+  std::shared_ptr<void> allocate(size_t bytes) override { return inner_->allocate(bytes); }
+  void copy(const DLTensor& src, DLTensor& dst, void* stream) override { inner_->copy(src, dst, stream); }
+  void fill(DLTensor& dst, float value, void* stream) override { inner_->fill(dst, value, stream); }
+  void add(DLTensor& acc, const DLTensor& part, void* stream) override {
+    log_.push_back("add");
+    inner_->add(acc, part, stream);
+  }
+  void merge(DLTensor& out_acc, DLTensor& lse_acc, const DLTensor& out_part, const DLTensor& lse_part,
+             void* stream) override {
+    log_.push_back("merge");
+    inner_->merge(out_acc, lse_acc, out_part, lse_part, stream);
+  }
+
+ private:
+  std::unique_ptr<cp::BlockOps> inner_;
+  std::vector<std::string>& log_;
+};
+
+// Two ranks, causal zigzag (chunks of 12). Forward: each step's exchange is posted before its
+// merges and waited after them (step 0: three calls; step 1, the last, sends nothing). Backward:
+// the K/V exchange is posted before the step's calls; the dK/dV accumulator is posted after
+// them and waited inside the next step only after that step's first call (its dQ add); the
+// accumulators go home at the end (the last post and wait).
+TEST(ContextParallel, ExchangesAreWaitedAfterTheComputeTheyOverlap) {
+  WorkloadSpec spec = base(48, 4, 2, true);
+  Workload w = make_workload(spec);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  auto backend = test::builtin_backend("sdpa");
+  const cp::SequenceSplit split(Layout::zigzag, 2, 48, 48);
+  cp::InProcessGroup group(2, std::chrono::seconds(20));
+  std::vector<std::vector<std::string>> logs(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        const auto qr = test::global_rows(split, r, false);
+        HostTensor q = test::take_rows(w.q, qr), k = test::take_rows(w.k, qr), v = test::take_rows(w.v, qr);
+        HostTensor dout = test::take_rows(w.dout, qr), out = test::take_rows(w.out, qr);
+        HostTensor lse({2, 4, 24}, dl_float32()), dq = q, dk = k, dv = v;
+        LoggingTransport transport(group.transport(r), logs[r]);
+        LoggingOps ops(logs[r]);
+        cp::RingAttention ring(*backend, transport, {Layout::zigzag, 1, nullptr, &ops});
+        attnrt_forward_args fa{};
+        fa.struct_size = sizeof fa;
+        fa.q = q.dl(), fa.k = k.dl(), fa.v = v.dl(), fa.out = out.dl(), fa.lse = lse.dl();
+        ring.forward(w.desc, fa);
+        logs[r].push_back("|");
+        attnrt_backward_args ba{};
+        ba.struct_size = sizeof ba;
+        ba.dout = dout.dl(), ba.q = q.dl(), ba.k = k.dl(), ba.v = v.dl(), ba.out = out.dl(), ba.lse = lse.dl();
+        ba.dq = dq.dl(), ba.dk = dk.dl(), ba.dv = dv.dl();
+        ring.backward(w.desc, ba);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string fwd = "post merge merge merge wait merge |";
+  // Step 0: post K/V; 3 calls of (dq, dk, dv adds); post dK/dV; wait K/V. Step 1: the call's dq
+  // add, then the wait for the arriving accumulator, its dk and dv adds. Home: post, wait.
+  const std::string bwd = " post add add add add add add add add add post wait add wait add add post wait";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(errors[r], "") << r;
+    std::string got;
+    for (const std::string& e : logs[r]) got += (got.empty() ? "" : " ") + e;
+    EXPECT_EQ(got, fwd + bwd) << "rank " << r;
   }
 }
 

@@ -19,10 +19,12 @@
 
 #include <math.h>
 
+#ifndef ATTNRT_HOST_DEVICE
 #if defined(__CUDACC__)
 #define ATTNRT_HOST_DEVICE __host__ __device__
 #else
 #define ATTNRT_HOST_DEVICE
+#endif
 #endif
 
 namespace attnrt::cp {
