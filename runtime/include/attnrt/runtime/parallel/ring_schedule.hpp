@@ -109,7 +109,9 @@ ATTNRT_API bool block_call(const attnrt_attention_desc& global, const PairMask& 
 
 // The whole plan of `rank`. desc is the global descriptor (seqlen_q, seqlen_k of the whole
 // sequence). Fully visible pairs that share their query chunks or their key chunks are fused
-// into one call (as ring-flash-attention's zigzag does), so a zigzag step costs one or two calls.
+// into one call (as ring-flash-attention's zigzag does), so a causal zigzag step is one call
+// after the first (three: two diagonals and a full pair); a block fully visible to the whole shard is
+// one call too.
 ATTNRT_API RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& split, int rank);
 
 }  // namespace attnrt::cp
