@@ -53,6 +53,9 @@ Loaded load() {
     bind(l.library, d.cuEventElapsedTime, "cuEventElapsedTime");
     bind(l.library, d.cuEventDestroy, "cuEventDestroy_v2");
     bind(l.library, d.cuGetErrorString, "cuGetErrorString");
+    bind(l.library, d.cuStreamCreate, "cuStreamCreate");
+    bind(l.library, d.cuStreamDestroy, "cuStreamDestroy_v2");
+    bind(l.library, d.cuStreamWaitEvent, "cuStreamWaitEvent");
     if (const CUresult r = d.cuInit(0); r != 0) {
       l.error = fmt::format("CUDA driver present but cuInit failed (CUresult {}): no usable GPU", r);
     }

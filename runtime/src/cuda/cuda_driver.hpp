@@ -37,6 +37,10 @@ struct Driver {
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
   CUresult (*cuEventDestroy)(CUevent) = nullptr;
   CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  // Streams of libattnrt's own (context parallelism's NCCL communication stream).
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
 
   // Throws attnrt::Error "<what>: CUDA error N (text)" when r is not CUDA_SUCCESS.
   void check(CUresult r, const char* what) const;

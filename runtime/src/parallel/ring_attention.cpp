@@ -1,0 +1,80 @@
+// RingAttention's setup and queries (context_parallel.hpp); the ring itself is in
+// ring_forward.cpp and ring_backward.cpp.
+#include "ring_setup.hpp"
+
+#include <attnrt/runtime/error.hpp>
+#include <attnrt/validate.hpp>
+
+#include <fmt/format.h>
+
+namespace attnrt::cp {
+
+std::string RingSetup::what() const {
+  return fmt::format("rank {}'s shard (global seqlen_q {}, seqlen_k {} over {} ranks, {} layout)", rank, split.seqlen_q,
+                     split.seqlen_k, world_size, layout_name(split.layout));
+}
+
+RingSetup ring_setup(const attnrt_attention_desc& desc, const Transport& transport, Layout layout,
+                     const Backend& backend, bool backward) {
+  // The descriptor itself, as a single-device call would be checked (names the field).
+  try {
+    sdk::check_desc(desc);
+  } catch (const sdk::Error& e) {
+    throw Error(e.status(), std::string("context parallel: ") + e.what());
+  }
+  if (std::string why = feature_refusal(desc); !why.empty()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, "context parallel: " + why);
+  }
+  RingSetup s{SequenceSplit(layout, transport.world_size(), desc.seqlen_q, desc.seqlen_k), RingPlan{}};
+  s.rank = transport.rank();
+  s.world_size = transport.world_size();
+  if (std::string why = backend_refusal(backend, desc, s.split, backward); !why.empty()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, "context parallel: " + why);
+  }
+  s.plan = make_ring_plan(desc, s.split, s.rank);
+  s.batch = desc.batch;
+  s.heads_q = desc.heads_q;
+  s.heads_kv = desc.heads_kv;
+  s.head_dim = desc.head_dim;
+  s.head_dim_v = desc.head_dim_v;
+  s.shard_q = s.split.shard_q();
+  s.shard_k = s.split.shard_k();
+  s.dtype = dl_dtype(desc.dtype);
+  s.device = desc.device;
+  return s;
+}
+
+RingAttention::RingAttention(Backend& backend, Transport& transport, RingOptions options)
+    : backend_(backend), transport_(transport), options_(options) {}
+
+RingAttention::~RingAttention() = default;
+
+std::string RingAttention::unsupported_reason(const attnrt_attention_desc& desc, bool backward) const {
+  try {
+    (void)ring_setup(desc, transport_, options_.layout, backend_, backward);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (desc.device.device_type != kDLCPU && !options_.ops) {
+    return "context parallel: no BlockOps for this device yet (the CUDA merge kernels are not written)";
+  }
+  return "";
+}
+
+RingPlan RingAttention::plan(const attnrt_attention_desc& desc) const {
+  return make_ring_plan(desc, SequenceSplit(options_.layout, transport_.world_size(), desc.seqlen_q, desc.seqlen_k),
+                        transport_.rank());
+}
+
+BlockOps& RingAttention::ops(const attnrt_attention_desc& desc) {
+  if (options_.ops) return *options_.ops;
+  if (desc.device.device_type != kDLCPU) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                "context parallel: tensors on a CUDA device need RingOptions::ops; the CUDA BlockOps (merge and "
+                "accumulate kernels) are not written yet (docs/distributed.md)");
+  }
+  if (!owned_ops_) owned_ops_ = host_block_ops();
+  return *owned_ops_;
+}
+
+}  // namespace attnrt::cp
