@@ -149,6 +149,14 @@ TEST(ConfigLimits, JsonManifestsHaveTheSameLimits) {
   EXPECT_LT(longer.size(), 400u) << "the value is shortened in the message";
   const std::string utf8 = manifest_error("utf8", "{\"name\": \"\xff\"}");
   EXPECT_NE(utf8.find("invalid UTF-8 at byte 10"), std::string::npos) << utf8;
+  // A repeated key is refused at any level, as the YAML files refuse it; the same key in two
+  // different objects is fine.
+  const std::string dup = manifest_error("dup", R"({"attnrt": {"name": "x", "name": "y"}})");
+  EXPECT_NE(dup.find("config.json: duplicate key 'name' in one object"), std::string::npos) << dup;
+  const std::string top = manifest_error("dup_top", R"({"name": "x", "devices": ["cpu"], "name": "y"})");
+  EXPECT_NE(top.find("duplicate key 'name'"), std::string::npos) << top;
+  dir.write("twice/libattnrt_x.so", "");
+  EXPECT_EQ(manifest_error("twice", R"({"name": "x", "attnrt_extra": {"name": "z"}})"), "");
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace attnrt {
 namespace fs = std::filesystem;
@@ -65,7 +68,18 @@ Manifest from_json(const std::string& text, const fs::path& file, const fs::path
   if (const size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
     throw Error(file.string() + ": invalid UTF-8 at byte " + std::to_string(bad));
   }
+  // Keys seen in each open object: a repeated key is an error, as in the YAML files (YAML 1.2
+  // forbids it; RFC 8259 leaves it undefined and nlohmann-json would keep the last silently).
+  std::vector<std::set<std::string>> open_objects;
   auto limits = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) open_objects.emplace_back();
+    if (event == Event::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == Event::key && !open_objects.empty() && parsed.is_string() &&
+        !open_objects.back().insert(parsed.get_ref<const std::string&>()).second) {
+      throw Error(file.string() + ": duplicate key '" + shorten_for_message(parsed.get_ref<const std::string&>()) +
+                  "' in one object (each key may appear once)");
+    }
     if (depth > kMaxYamlDepth) {
       throw Error(file.string() + ": nested deeper than " + std::to_string(kMaxYamlDepth) + " levels");
     }
