@@ -32,7 +32,7 @@ namespace {
 
 struct Buffers {
   float *p, *dp, *capped, *dk, *dv, *dq;
-  uint16_t *p16, *ds16;  // bf16 copies of p and ds (bf16 format)
+  uint16_t *p16, *p16_lo, *ds16, *ds16_lo;  // bf16 format: p and ds, each the sum of two bf16 parts
 };
 
 Buffers carve(float* base, const Tiles& t) {
@@ -44,7 +44,9 @@ Buffers carve(float* base, const Tiles& t) {
   w.dv = w.dk + t.bwd_k * t.hd_pad;
   w.dq = w.dv + t.bwd_k * t.hv_pad;
   w.p16 = reinterpret_cast<uint16_t*>(w.dq + t.bwd_q * t.hd_pad);
-  w.ds16 = w.p16 + t.bwd_q * t.bwd_k;
+  w.p16_lo = w.p16 + t.bwd_q * t.bwd_k;
+  w.ds16 = w.p16_lo + t.bwd_q * t.bwd_k;
+  w.ds16_lo = w.ds16 + t.bwd_q * t.bwd_k;
   return w;
 }
 
@@ -58,6 +60,13 @@ inline uint16_t to_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
 }
 
 // For a [nq, block_k] tile whose scores are in w.p (scaled: softmax_scale * q.k): p =
@@ -135,7 +144,10 @@ struct Fp32Format {
 };
 
 // bf16 operands. Packed rows: q [hd] and dout [hv] as given; key tile: k [bk, hd] and
-// v [bk, hv], rows past the sequence zeroed.
+// v [bk, hv], rows past the sequence zeroed. p and ds enter their products (dv; dk and dq) as
+// hi + lo, two bf16 parts whose sum carries 16 of fp32's 24 bits: rounded once to bf16 (as
+// FlashAttention-2 does on GPUs), dk in a varlen case of `attnrt check` was 2.2x eager's error
+// and dv 1.9x with ds split (the kit's bar is 2x); eager rounds nothing before its output.
 struct Bf16Format {
   const BackwardProblem& p;
   const Tiles& t;
@@ -178,20 +190,29 @@ struct Bf16Format {
   void round_p_ds(const Buffers& w, int64_t nq) const {
     const int64_t bk = t.bwd_k;
     for (int64_t i = 0; i < nq * bk; ++i) {
-      w.p16[i] = to_bf16(w.p[i]);
-      w.ds16[i] = to_bf16(w.dp[i]);
+      const uint16_t p_hi = to_bf16(w.p[i]);
+      w.p16[i] = p_hi;
+      w.p16_lo[i] = to_bf16(w.p[i] - from_bf16(p_hi));
+      const uint16_t hi = to_bf16(w.dp[i]);
+      w.ds16[i] = hi;
+      w.ds16_lo[i] = to_bf16(w.dp[i] - from_bf16(hi));
     }
     std::fill(w.p16 + nq * bk, w.p16 + t.bwd_q * bk, uint16_t{0});
+    std::fill(w.p16_lo + nq * bk, w.p16_lo + t.bwd_q * bk, uint16_t{0});
     std::fill(w.ds16 + nq * bk, w.ds16 + t.bwd_q * bk, uint16_t{0});
+    std::fill(w.ds16_lo + nq * bk, w.ds16_lo + t.bwd_q * bk, uint16_t{0});
   }
   void dv_dk(const Buffers& w, const uint16_t* q, const uint16_t* dout, int64_t /*nq*/, int64_t /*nk*/) {
     const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k, bq = t.bwd_q;
-    gemm(w.dv, t.hv_pad, w.p16, 1, bk, dout, hv, 1, bk, hv, bq, true);  // dv += p^T dout
-    gemm(w.dk, t.hd_pad, w.ds16, 1, bk, q, hd, 1, bk, hd, bq, true);    // dk += ds^T q
+    gemm(w.dv, t.hv_pad, w.p16, 1, bk, dout, hv, 1, bk, hv, bq, true);     // dv += p^T dout, hi part
+    gemm(w.dv, t.hv_pad, w.p16_lo, 1, bk, dout, hv, 1, bk, hv, bq, true);  // and lo part
+    gemm(w.dk, t.hd_pad, w.ds16, 1, bk, q, hd, 1, bk, hd, bq, true);       // dk += ds^T q, hi part
+    gemm(w.dk, t.hd_pad, w.ds16_lo, 1, bk, q, hd, 1, bk, hd, bq, true);    // and lo part
   }
   void dq(const Buffers& w, const float* tile, int64_t /*nq*/, int64_t /*nk*/) {
     const int64_t hd = p.desc.head_dim, bk = t.bwd_k, bq = t.bwd_q;
-    gemm(w.dq, t.hd_pad, w.ds16, bk, 1, k_of(tile), hd, 1, bq, hd, bk, true);  // dq += ds k
+    gemm(w.dq, t.hd_pad, w.ds16, bk, 1, k_of(tile), hd, 1, bq, hd, bk, true);     // dq += ds k, hi part
+    gemm(w.dq, t.hd_pad, w.ds16_lo, bk, 1, k_of(tile), hd, 1, bq, hd, bk, true);  // and lo part
   }
   void check() const { gemm.check(); }
 };

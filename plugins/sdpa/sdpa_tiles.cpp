@@ -43,8 +43,9 @@ size_t forward_floats_shared(const attnrt_attention_desc& d) {
 size_t backward_floats_per_thread(const attnrt_attention_desc& d) {
   const Tiles t = tiles_for(d);
   // p, dp and capped scores [bwd_q, bwd_k], dk [bwd_k, hd_pad], dv [bwd_k, hv_pad],
-  // dq [bwd_q, hd_pad], and p and ds as bf16 [bwd_q, bwd_k] each (sdpa_backward.cpp's carve)
-  return 3 * t.bwd_q * t.bwd_k + t.bwd_k * t.hd_pad + t.bwd_k * t.hv_pad + t.bwd_q * t.hd_pad + t.bwd_q * t.bwd_k;
+  // dq [bwd_q, hd_pad], and p and ds as bf16 hi and lo parts [bwd_q, bwd_k] each
+  // (sdpa_backward.cpp's carve)
+  return 3 * t.bwd_q * t.bwd_k + t.bwd_k * t.hd_pad + t.bwd_k * t.hv_pad + t.bwd_q * t.hd_pad + 2 * t.bwd_q * t.bwd_k;
 }
 
 size_t backward_tile_floats(const attnrt_attention_desc& d) {
