@@ -7,7 +7,6 @@
 #include <array>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -101,40 +100,6 @@ struct ThreadProducts {
   }
 };
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kKeepProductsForever = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kKeepProductsForever = true;
-#else
-constexpr bool kKeepProductsForever = false;
-#endif
-#else
-constexpr bool kKeepProductsForever = false;
-#endif
-
-// This thread's cache. Under ThreadSanitizer it lives as long as the process: libdnnl is not
-// instrumented, so TSan cannot see its synchronisation, and freeing a thread's primitives at the
-// thread's exit (they share oneDNN's cached implementations with other threads' primitives) was
-// reported as a race in attnrt_threads_tests. The kept caches stay reachable from a global list, so
-// LeakSanitizer does not report them either.
-ThreadProducts& this_threads_products() {
-  if constexpr (kKeepProductsForever) {
-    thread_local ThreadProducts* mine = [] {
-      static std::mutex mutex;
-      static auto* all = new std::vector<ThreadProducts*>();
-      auto* products = new ThreadProducts();
-      std::lock_guard<std::mutex> lock(mutex);
-      all->push_back(products);
-      return products;
-    }();
-    return *mine;
-  } else {
-    thread_local ThreadProducts mine;
-    return mine;
-  }
-}
-
 }  // namespace
 
 void GemmErrors::record(int status, const char* what) {
@@ -168,7 +133,7 @@ void Bf16TileGemm::operator()(float* c, int64_t ldc, const uint16_t* a, int64_t 
   if (m <= 0 || n <= 0) return;
   one_thread_per_product();
   const OnednnLibrary& lib = onednn_library();
-  ThreadProducts& mine = this_threads_products();
+  thread_local ThreadProducts mine;
   if (!mine.stream) {
     mine.api = &lib.api;
     if (const dnnl_status_t st = lib.api.stream_create(&mine.stream, lib.engine, dnnl_stream_default_flags);
