@@ -15,7 +15,10 @@ const char* __tsan_default_options() { return "exitcode=66:second_deadlock_stack
 // is none of our accesses, and its synchronisation reaches TSan through Archer instead. (This is
 // what Archer's start-up line "please export TSAN_OPTIONS='ignore_noninstrumented_modules=1'"
 // asks for, for libomp alone.)
-const char* __tsan_default_suppressions() { return "called_from_lib:libomp.so\n"; }
+// libdnnl (oneDNN, the CPU sdpa plugin's products) is not instrumented either, and its own
+// synchronisation (the primitive cache, shared kernel objects) is invisible to TSan: its memcmp,
+// memcpy and free calls were reported as races against each other across threads.
+const char* __tsan_default_suppressions() { return "called_from_lib:libomp.so\ncalled_from_lib:libdnnl.so\n"; }
 
 }  // extern "C"
 
