@@ -34,6 +34,27 @@ void online_softmax_avx2(const OnlineSoftmaxTile& t);
 void online_softmax_avx512(const OnlineSoftmaxTile& t);
 void online_softmax_avx512bf16(const OnlineSoftmaxTile& t);
 bool cpu_has_avx512();
+
+// Backward's probabilities and score gradients (FlashAttention-2, Algorithm 2, lines 13 and
+// 16) for a [rows, width] tile without softcap: p = exp(s - lse_r) in place of the scores s,
+// ds = p (dp - D_r) in place of dp; rows with lse_r = -inf get zeros. width: a multiple of 16.
+using ProbabilitiesAndDsFn = void (*)(float* p, float* dp, const float* lse, const float* D, int64_t rows, int64_t ld,
+                                      int64_t width);
+ProbabilitiesAndDsFn probabilities_and_ds();
+void probabilities_and_ds_avx2(float* p, float* dp, const float* lse, const float* D, int64_t rows, int64_t ld,
+                               int64_t width);
+void probabilities_and_ds_avx512(float* p, float* dp, const float* lse, const float* D, int64_t rows, int64_t ld,
+                                 int64_t width);
+void probabilities_and_ds_avx512bf16(float* p, float* dp, const float* lse, const float* D, int64_t rows, int64_t ld,
+                                     int64_t width);
+
+// x[0..n) as the sum of two bf16 parts, hi = bf16(x) and lo = bf16(x - hi) (round to nearest
+// even; x finite): 16 of fp32's 24 significand bits, for products that need more than bf16.
+using SplitToBf16Fn = void (*)(const float* x, uint16_t* hi, uint16_t* lo, int64_t n);
+SplitToBf16Fn split_to_bf16();
+void split_to_bf16_avx2(const float* x, uint16_t* hi, uint16_t* lo, int64_t n);
+void split_to_bf16_avx512(const float* x, uint16_t* hi, uint16_t* lo, int64_t n);
+void split_to_bf16_avx512bf16(const float* x, uint16_t* hi, uint16_t* lo, int64_t n);
 bool cpu_has_avx512bf16();
 
 }  // namespace attnrt::plugins::sdpa

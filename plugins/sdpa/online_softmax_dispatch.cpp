@@ -28,4 +28,18 @@ OnlineSoftmaxFn online_softmax() {
   return fn;
 }
 
+ProbabilitiesAndDsFn probabilities_and_ds() {
+  static const ProbabilitiesAndDsFn fn = cpu_has_avx512bf16() ? &probabilities_and_ds_avx512bf16
+                                         : cpu_has_avx512()   ? &probabilities_and_ds_avx512
+                                                              : &probabilities_and_ds_avx2;
+  return fn;
+}
+
+SplitToBf16Fn split_to_bf16() {
+  static const SplitToBf16Fn fn = cpu_has_avx512bf16() ? &split_to_bf16_avx512bf16
+                                  : cpu_has_avx512()   ? &split_to_bf16_avx512
+                                                       : &split_to_bf16_avx2;
+  return fn;
+}
+
 }  // namespace attnrt::plugins::sdpa

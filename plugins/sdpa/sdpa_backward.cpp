@@ -13,6 +13,7 @@
 // kernels for the CPU. The bf16 products always have the full [bwd_q, bwd_k] shape (one oneDNN
 // primitive each): rows past a block's queries have p = ds = 0 and keys past a sequence are zero.
 #include "onednn_library.hpp"
+#include "online_softmax.hpp"
 #include "sdpa_gemm.hpp"
 #include "sdpa_kernels.hpp"
 
@@ -55,28 +56,19 @@ int64_t packed_row(const BackwardProblem& p, int64_t b, int64_t i) {
   return p.lengths.cu_q ? p.lengths.cu_q[b] + i : b * p.desc.seqlen_q + i;
 }
 
-// fp32 -> bf16, round to nearest even (p and ds are finite).
-inline uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-inline float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-
 // For a [nq, block_k] tile whose scores are in w.p (scaled: softmax_scale * q.k): p =
 // exp(score - lse) in w.p, ds = p (dp - D) * d(score)/d(raw) in w.dp (dp = dout . v^T must
 // already be in w.dp).
-void probabilities_and_ds(const BackwardProblem& p, const Tiles& t, const Buffers& w, const TileRow* rows,
-                          const float* lse, const float* D, int64_t nq, int64_t b, int64_t k0, int64_t nk) {
+void p_and_ds_of_tile(const BackwardProblem& p, const Tiles& t, const Buffers& w, const TileRow* rows, const float* lse,
+                      const float* D, int64_t nq, int64_t b, int64_t k0, int64_t nk) {
   const float softcap = p.desc.softcap;
   const int64_t bk = t.bwd_k;
   transform_scores(w.p, bk, bk, rows, nq, k0, nk, softcap, p.diag_offset(b), softcap > 0.0f ? w.capped : nullptr);
+  if (softcap <= 0.0f) {  // the common case, on the CPU's widest vector unit
+    static const ProbabilitiesAndDsFn wide = probabilities_and_ds();
+    wide(w.p, w.dp, lse, D, nq, bk, bk);
+    return;
+  }
   for (int64_t r = 0; r < nq; ++r) {
     float* pr = w.p + r * bk;
     float* dsr = w.dp + r * bk;
@@ -152,6 +144,7 @@ struct Bf16Format {
   const BackwardProblem& p;
   const Tiles& t;
   Bf16TileGemm gemm;
+  SplitToBf16Fn split = split_to_bf16();
 
   using Row = uint16_t;
   int64_t q_ld() const { return p.desc.head_dim; }
@@ -189,14 +182,8 @@ struct Bf16Format {
   }
   void round_p_ds(const Buffers& w, int64_t nq) const {
     const int64_t bk = t.bwd_k;
-    for (int64_t i = 0; i < nq * bk; ++i) {
-      const uint16_t p_hi = to_bf16(w.p[i]);
-      w.p16[i] = p_hi;
-      w.p16_lo[i] = to_bf16(w.p[i] - from_bf16(p_hi));
-      const uint16_t hi = to_bf16(w.dp[i]);
-      w.ds16[i] = hi;
-      w.ds16_lo[i] = to_bf16(w.dp[i] - from_bf16(hi));
-    }
+    split(w.p, w.p16, w.p16_lo, nq * bk);
+    split(w.dp, w.ds16, w.ds16_lo, nq * bk);
     std::fill(w.p16 + nq * bk, w.p16 + t.bwd_q * bk, uint16_t{0});
     std::fill(w.p16_lo + nq * bk, w.p16_lo + t.bwd_q * bk, uint16_t{0});
     std::fill(w.ds16 + nq * bk, w.ds16 + t.bwd_q * bk, uint16_t{0});
@@ -311,7 +298,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
         const Row* q = q_at(b, h, q0);
         const Row* dout = dout_at(b, h, q0);
         fmt.scores_and_dp(w, q, dout, tile, nq);
-        probabilities_and_ds(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+        p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
         fmt.round_p_ds(w, nq);
         fmt.dv_dk(w, q, dout, nq, nk);
       }
@@ -359,7 +346,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
       const int64_t nk = std::min(bk, p.lengths.k_len(b) - k0);
       const float* tile = tile_at(b, hk, k0 / bk);
       fmt.scores_and_dp(w, q, dout, tile, nq);
-      probabilities_and_ds(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+      p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
       fmt.round_p_ds(w, nq);
       fmt.dq(w, tile, nq, nk);
     }

@@ -115,3 +115,72 @@ TEST(OnlineSoftmax, DispatchPicksTheWidestBuild) {
 
 }  // namespace
 }  // namespace attnrt::plugins::sdpa
+
+namespace attnrt::plugins::sdpa {
+namespace {
+
+struct Builds {
+  const char* name;
+  bool available;
+  ProbabilitiesAndDsFn pds;
+  SplitToBf16Fn split;
+};
+
+std::vector<Builds> builds() {
+  return {{"avx2", true, &probabilities_and_ds_avx2, &split_to_bf16_avx2},
+          {"avx512", cpu_has_avx512(), &probabilities_and_ds_avx512, &split_to_bf16_avx512},
+          {"avx512bf16", cpu_has_avx512bf16(), &probabilities_and_ds_avx512bf16, &split_to_bf16_avx512bf16}};
+}
+
+// hi + lo carries about 16 significand bits: |x - (hi + lo)| <= 2^-16 |x|, and hi alone is x
+// rounded to bf16 (within half an ulp, 2^-8 relative); the tail past the last whole vector takes the scalar path.
+TEST(OnlineSoftmax, SplitToBf16KeepsSixteenBits) {
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0.0f, 10.0f);
+  std::vector<float> x(77);
+  for (float& v : x) v = normal(gen);
+  x[5] = 0.0f;
+  for (const Builds& b : builds()) {
+    if (!b.available) continue;
+    std::vector<uint16_t> hi(x.size()), lo(x.size());
+    b.split(x.data(), hi.data(), lo.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double sum = double(from_bf16(hi[i])) + double(from_bf16(lo[i]));
+      EXPECT_LE(std::abs(sum - x[i]), std::ldexp(std::abs(double(x[i])), -16)) << b.name << " element " << i;
+      EXPECT_LE(std::abs(double(from_bf16(hi[i])) - x[i]), std::ldexp(std::abs(double(x[i])), -8)) << b.name;
+    }
+  }
+}
+
+// p = exp(s - lse), ds = p (dp - D) against double, masked (-inf) scores give p = ds = 0, and a
+// row whose lse is -inf gets zeros throughout.
+TEST(OnlineSoftmax, ProbabilitiesAndDsMatchTheReference) {
+  constexpr int64_t rows = 3, ld = 32, width = 32;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> s0(rows * ld), dp0(rows * ld);
+  for (float& v : s0) v = normal(gen);
+  for (float& v : dp0) v = normal(gen);
+  s0[7] = kNegInf;
+  const float lse[rows] = {4.0f, 5.5f, kNegInf}, D[rows] = {0.3f, -1.2f, 0.7f};
+  for (const Builds& b : builds()) {
+    if (!b.available) continue;
+    std::vector<float> p = s0, ds = dp0;
+    b.pds(p.data(), ds.data(), lse, D, rows, ld, width);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) {
+        const size_t i = r * ld + j;
+        const double want_p = std::isinf(lse[r]) ? 0.0 : std::exp(double(s0[i]) - lse[r]);
+        const double want_ds = want_p * (double(dp0[i]) - D[r]);
+        EXPECT_NEAR(p[i], want_p, 2e-6 * want_p + 1e-30) << b.name << " p at " << r << "," << j;
+        EXPECT_NEAR(ds[i], want_ds, 2e-6 * std::abs(want_ds) + 1e-6 * want_p + 1e-30)
+            << b.name << " ds at " << r << "," << j;
+      }
+    }
+    EXPECT_EQ(p[7], 0.0f) << b.name;
+    EXPECT_EQ(ds[7], 0.0f) << b.name;
+  }
+}
+
+}  // namespace
+}  // namespace attnrt::plugins::sdpa
