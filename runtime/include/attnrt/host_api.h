@@ -265,6 +265,14 @@ ATTNRT_HOST_API attnrt_status attnrt_ring_backward(attnrt_ring* ring, const attn
                                                    const attnrt_backward_args* args, int32_t num_threads, void* stream,
                                                    attnrt_message* error);
 
+/* The context parallelism the configuration asks of the site `backend` was resolved for
+ * (attnrt.context_parallel: {size: N, layout: zigzag|contiguous, sites: [...]}, docs/distributed.md):
+ * *size the number of ranks (1: none asked; run the backend as it is), *layout the split. A host
+ * that gets size > 1 builds a ring of that many ranks with that layout (attnrt_ring_create);
+ * attnrt starts no ranks itself. ATTNRT_ERROR_INVALID_ARGUMENT for a NULL argument. */
+ATTNRT_HOST_API attnrt_status attnrt_backend_context_parallel(const attnrt_backend_handle* backend, int32_t* size,
+                                                              attnrt_ring_layout* layout, attnrt_message* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -77,7 +77,7 @@ attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const ch
       return;
     }
     runtime->runtime->resolver().bind_device(*desc);
-    *backend = new attnrt_backend_handle{res.backend, res.chosen};
+    *backend = new attnrt_backend_handle{res.backend, res.chosen, res.context_parallel};
   });
   return guarded != ATTNRT_OK ? guarded : status;
 }

@@ -21,6 +21,7 @@ struct attnrt_runtime {
 struct attnrt_backend_handle {
   std::shared_ptr<attnrt::Backend> backend;
   std::string name;
+  attnrt::ContextParallelSetting context_parallel;  // the site's attnrt.context_parallel
 };
 
 namespace attnrt::capi {

@@ -209,4 +209,14 @@ attnrt_status attnrt_ring_backward(attnrt_ring* ring, const attnrt_attention_des
   return guard(error, [&] { ring_for_call(*ring, num_threads, stream).backward(*desc, *args); });
 }
 
+attnrt_status attnrt_backend_context_parallel(const attnrt_backend_handle* backend, int32_t* size,
+                                              attnrt_ring_layout* layout, attnrt_message* error) {
+  if (!backend || !size || !layout) {
+    return null_argument(error, "attnrt_backend_context_parallel", !backend ? "backend" : !size ? "size" : "layout");
+  }
+  *size = backend->context_parallel.size;
+  *layout = backend->context_parallel.layout == "contiguous" ? ATTNRT_RING_CONTIGUOUS : ATTNRT_RING_ZIGZAG;
+  return ATTNRT_OK;
+}
+
 }  // extern "C"
