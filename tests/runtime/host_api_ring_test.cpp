@@ -263,6 +263,46 @@ TEST(HostApiRingErrors, UnsupportedReasonAndRefusal) {
   attnrt_in_process_group_destroy(group);
 }
 
+// A rank that fails aborts the group: its partner's call returns ATTNRT_ERROR_DEVICE naming the
+// failing rank and its reason, instead of waiting for blocks that never come.
+TEST(HostApiRingErrors, FailingRankFailsItsPartnerWithItsName) {
+  Workload w = make_workload(spec_of(48, true));
+  Resolved resolved("eager", w.desc);
+  const cp::SequenceSplit split(cp::Layout::zigzag, 2, 48, 48);
+  attnrt_in_process_group* group = nullptr;
+  Msg err;
+  ASSERT_EQ(attnrt_in_process_group_create(2, 20000, &group, &err.m), ATTNRT_OK) << err.text;
+  attnrt_status status[2] = {ATTNRT_OK, ATTNRT_OK};
+  std::string message[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      const auto rows = test::global_rows(split, r, false);
+      HostTensor q = test::take_rows(w.q, rows), k = test::take_rows(w.k, rows), v = test::take_rows(w.v, rows);
+      HostTensor out = test::take_rows(w.out, rows), lse({2, 4, 24}, dl_float32());
+      if (r == 1) lse = HostTensor({2, 4, 23}, dl_float32());  // one row short
+      attnrt_forward_args fa{};
+      fa.struct_size = sizeof fa;
+      fa.q = q.dl(), fa.k = k.dl(), fa.v = v.dl(), fa.out = out.dl(), fa.lse = lse.dl();
+      Msg e;
+      attnrt_transport* transport = nullptr;
+      attnrt_ring* ring = nullptr;
+      EXPECT_EQ(attnrt_in_process_group_transport(group, r, &transport, &e.m), ATTNRT_OK) << e.text;
+      EXPECT_EQ(attnrt_ring_create(resolved.backend, transport, ATTNRT_RING_ZIGZAG, &ring, &e.m), ATTNRT_OK) << e.text;
+      status[r] = attnrt_ring_forward(ring, &w.desc, &fa, 1, nullptr, &e.m);
+      message[r] = e.text;
+      attnrt_ring_destroy(ring);
+      attnrt_transport_destroy(transport);
+    });
+  }
+  for (auto& t : threads) t.join();
+  attnrt_in_process_group_destroy(group);
+  EXPECT_EQ(status[1], ATTNRT_ERROR_INVALID_ARGUMENT) << message[1];
+  EXPECT_TRUE(has(message[1].c_str(), "lse must be rank 1's shard")) << message[1];
+  EXPECT_EQ(status[0], ATTNRT_ERROR_DEVICE) << message[0];
+  EXPECT_TRUE(has(message[0].c_str(), "aborted: rank 1: context parallel: lse must be")) << message[0];
+}
+
 // Without libnccl (ATTNRT_NCCL_LIBRARY naming a file that does not exist) every NCCL entry point
 // is ATTNRT_ERROR_UNSUPPORTED naming the file; arguments are checked first.
 TEST(HostApiRingErrors, NcclMissingIsRefusedWithTheFile) {
