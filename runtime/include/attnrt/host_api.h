@@ -163,6 +163,116 @@ ATTNRT_HOST_API attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* ba
 typedef void (*attnrt_log_fn)(void* user_data, attnrt_log_level level, const char* message);
 ATTNRT_HOST_API attnrt_status attnrt_set_log_callback(attnrt_log_fn fn, void* user_data, attnrt_log_level min_level);
 
+/* ---- Appended for context parallelism (issue 20; docs/distributed.md).
+ * Ring attention over a sequence split across N ranks: every rank holds a shard of q, k and v,
+ * the K/V shards travel a ring of ranks, and each rank computes its queries against every block
+ * with the backend its site resolved to, merging the partial results exactly through their
+ * log-sum-exp. A rank needs three handles: the resolved backend (attnrt_resolve, on the global
+ * descriptor), a transport (its end of the group), and the ring made of the two.
+ *
+ * Lifetimes: every handle keeps what it was made from alive (a ring its backend and transport, a
+ * transport its in-process group), so they may be destroyed in any order. Calls on one ring, and
+ * on one transport, must not overlap; every rank of a group makes the same ring calls in the same
+ * order with the same global descriptor (the schedule is computed, not negotiated). A rank that
+ * fails mid-ring aborts its group: the other ranks' calls fail too, naming it, instead of
+ * waiting; an aborted group (in-process) or communicator (NCCL, one the transport created) is
+ * not reused: make a new one. */
+
+typedef struct attnrt_transport attnrt_transport;
+typedef struct attnrt_in_process_group attnrt_in_process_group;
+typedef struct attnrt_ring attnrt_ring;
+
+/* How the global sequence is cut into shards. ZIGZAG (for causal attention: every rank the same
+ * work): rank r holds global chunks r and 2N-1-r of 2N equal chunks, concatenated in that order.
+ * CONTIGUOUS (for sliding windows: fewer blocks travel): rank r holds chunk r of N. */
+typedef enum attnrt_ring_layout { ATTNRT_RING_ZIGZAG = 0, ATTNRT_RING_CONTIGUOUS = 1 } attnrt_ring_layout;
+
+/* The in-process transport: `world_size` (>= 1) ranks as threads of this process, exchanging
+ * through memory (tests, and single-process use of the ring on the CPU). It keeps NCCL's rules
+ * (a message is copied when its receiver waits; sizes must match). `timeout_ms` (> 0; 0: 60 s)
+ * bounds each wait, so a rank that never calls fails the others with a message instead of
+ * hanging them. ATTNRT_ERROR_INVALID_ARGUMENT names a world_size or timeout out of range. */
+ATTNRT_HOST_API attnrt_status attnrt_in_process_group_create(int32_t world_size, int32_t timeout_ms,
+                                                             attnrt_in_process_group** group, attnrt_message* error);
+ATTNRT_HOST_API void attnrt_in_process_group_destroy(attnrt_in_process_group* group);
+/* Rank `rank`'s end of the group (each rank's thread uses its own; taking one rank's end twice
+ * gives two handles of the same end). ATTNRT_ERROR_INVALID_ARGUMENT for a rank outside
+ * [0, world_size), named with the world size. */
+ATTNRT_HOST_API attnrt_status attnrt_in_process_group_transport(attnrt_in_process_group* group, int32_t rank,
+                                                                attnrt_transport** transport, attnrt_message* error);
+
+/* NCCL (GPU ranks, one process or host per GPU). libnccl.so.2 is opened at run time (`library`:
+ * another file; NULL or "": ATTNRT_NCCL_LIBRARY, else libnccl.so.2); libattnrt has no link
+ * dependency on it. Without a usable NCCL each of these is ATTNRT_ERROR_UNSUPPORTED naming the
+ * file searched and why (not found, not NCCL, older than 2.7); NCCL's and CUDA's own failures
+ * are ATTNRT_ERROR_DEVICE with their text. Not yet run on GPUs (docs/distributed.md). */
+
+/* ncclGetUniqueId on the rank that makes the id: 128 bytes (NCCL_UNIQUE_ID_BYTES) written to
+ * `unique_id`, which the host sends to every rank (torch.distributed's store, MPI_Bcast, a file). */
+ATTNRT_HOST_API attnrt_status attnrt_nccl_unique_id(const char* library, uint8_t unique_id[128], attnrt_message* error);
+/* A new communicator (ncclCommInitRank: every rank calls it at the same time with the same id)
+ * of `world_size` ranks on CUDA device `cuda_device`, owned by the transport.
+ * ATTNRT_ERROR_INVALID_ARGUMENT for a rank outside [0, world_size) or a negative device. */
+ATTNRT_HOST_API attnrt_status attnrt_nccl_transport_create(const uint8_t unique_id[128], int32_t rank,
+                                                           int32_t world_size, int32_t cuda_device, const char* library,
+                                                           attnrt_transport** transport, attnrt_message* error);
+/* Wraps `comm`, an ncclComm_t the caller created on `cuda_device` (for example the communicator
+ * of the framework's process group), without taking it: the caller destroys it after the
+ * transport, and aborting it on failure is the caller's (the framework's watchdog). */
+ATTNRT_HOST_API attnrt_status attnrt_nccl_transport_from_comm(void* comm, int32_t cuda_device, const char* library,
+                                                              attnrt_transport** transport, attnrt_message* error);
+
+/* Any transport: its rank, its group's size (-1 for NULL), its name ("in-process", "nccl"). */
+ATTNRT_HOST_API int32_t attnrt_transport_rank(const attnrt_transport* transport);
+ATTNRT_HOST_API int32_t attnrt_transport_world_size(const attnrt_transport* transport);
+ATTNRT_HOST_API const char* attnrt_transport_name(const attnrt_transport* transport);
+ATTNRT_HOST_API void attnrt_transport_destroy(attnrt_transport* transport);
+
+/* A ring on this rank: `backend` computes every block (resolve it for the global descriptor),
+ * `transport` is this rank's end of the group. ATTNRT_ERROR_INVALID_ARGUMENT for a NULL handle
+ * or a layout outside the enum. */
+ATTNRT_HOST_API attnrt_status attnrt_ring_create(attnrt_backend_handle* backend, attnrt_transport* transport,
+                                                 attnrt_ring_layout layout, attnrt_ring** ring, attnrt_message* error);
+ATTNRT_HOST_API void attnrt_ring_destroy(attnrt_ring* ring);
+
+/* Why this ring cannot run `desc` forward (is_backward 0) or backward (1): written into `reason`
+ * ("" when it can), ATTNRT_OK returned either way (ATTNRT_ERROR_INVALID_ARGUMENT only for a NULL
+ * ring, desc or reason). Checks what forward/backward refuse before anything is sent, for every
+ * rank's blocks, so all ranks answer alike: varlen (cu_seqlens), paged KV, sinks, ALiBi, dropout,
+ * extension blocks, a sequence the layout cannot cut into equal chunks, the backend's own
+ * refusal of a block, and (for now) any device but the CPU. */
+ATTNRT_HOST_API attnrt_status attnrt_ring_unsupported_reason(const attnrt_ring* ring, const attnrt_attention_desc* desc,
+                                                             int32_t is_backward, attnrt_message* reason);
+
+/* Forward on this rank's shard. `desc` is the global descriptor, as resolved (what one call on
+ * the whole sequence would take: seqlen_q = S_q, seqlen_k = S_k, causal and window fields in
+ * global positions); `args` holds the shard, in layout order (shard_q = S_q / N, shard_k = S_k / N):
+ *   q    [batch, shard_q, heads_q,  head_dim]      k, v  [batch, shard_k, heads_kv, head_dim(_v)]
+ *   out  [batch, shard_q, heads_q,  head_dim_v]    written: this shard's rows of the whole out
+ *   lse  [batch, heads_q, shard_q] float32         written when desc->return_lse (backward needs it)
+ * q, k, v, out in desc->dtype, any strides with a contiguous last dimension, on desc->device.
+ * num_threads: CPU threads per block call (0: default); stream: the compute stream (CUDA) or NULL.
+ * Errors: a malformed shard is ATTNRT_ERROR_INVALID_ARGUMENT naming the tensor and both shapes; a
+ * refusal (attnrt_ring_unsupported_reason's) ATTNRT_ERROR_UNSUPPORTED with the reason; another
+ * rank's failure ATTNRT_ERROR_DEVICE naming it; a wait that timed out, the same, saying so. */
+ATTNRT_HOST_API attnrt_status attnrt_ring_forward(attnrt_ring* ring, const attnrt_attention_desc* desc,
+                                                  const attnrt_forward_args* args, int32_t num_threads, void* stream,
+                                                  attnrt_message* error);
+/* Backward on this rank's shard: args->dout, q, k, v, out, lse as forward took and wrote them
+ * (out and lse: forward's, with return_lse), dq, dk, dv written shaped like q, k, v (this shard's
+ * rows of the whole-sequence gradients). The backend must have a backward. Errors as forward. */
+ATTNRT_HOST_API attnrt_status attnrt_ring_backward(attnrt_ring* ring, const attnrt_attention_desc* desc,
+                                                   const attnrt_backward_args* args, int32_t num_threads, void* stream,
+                                                   attnrt_message* error);
+
+/* The context parallelism the configuration asks of the site `backend` was resolved for
+ * (attnrt.context_parallel: {size: N, layout: zigzag|contiguous, sites: [...]}, docs/distributed.md):
+ * *size the number of ranks (1: none asked; run the backend as it is), *layout the split. A host
+ * that gets size > 1 builds a ring of that many ranks with that layout (attnrt_ring_create);
+ * attnrt starts no ranks itself. ATTNRT_ERROR_INVALID_ARGUMENT for a NULL argument. */
+ATTNRT_HOST_API attnrt_status attnrt_backend_context_parallel(const attnrt_backend_handle* backend, int32_t* size,
+                                                              attnrt_ring_layout* layout, attnrt_message* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

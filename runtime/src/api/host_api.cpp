@@ -1,4 +1,6 @@
 // The C host API over attnrt::Runtime. No exception crosses it.
+#include "host_api_internal.hpp"
+
 #include <attnrt/host_api.h>
 #include <attnrt/plugin.hpp>
 #include <attnrt/runtime/backend.hpp>
@@ -11,56 +13,9 @@
 #include <string>
 #include <string_view>
 
-struct attnrt_runtime {
-  std::unique_ptr<attnrt::Runtime> runtime;
-};
-
-struct attnrt_backend_handle {
-  std::shared_ptr<attnrt::Backend> backend;
-  std::string name;
-};
-
-namespace {
-
-// Writes the message (never empty: the status's name stands in for a blank one) and returns
-// the status.
-attnrt_status fail(attnrt_message* error, attnrt_status status, const char* message) noexcept {
-  attnrt::sdk::write_message(error, message[0] ? message : attnrt::status_name(status));
-  return status;
-}
-
-// A NULL pointer argument: INVALID_ARGUMENT naming the function and the argument.
-attnrt_status null_argument(attnrt_message* error, const char* function, const char* argument) noexcept {
-  try {
-    return fail(error, ATTNRT_ERROR_INVALID_ARGUMENT,
-                (std::string(function) + ": " + argument + " must not be NULL").c_str());
-  } catch (...) {
-    return fail(error, ATTNRT_ERROR_INVALID_ARGUMENT, "a pointer argument is NULL");
-  }
-}
-
-// Runs fn; an exception becomes its status (host_api.h says what each means) and its message.
-template <class Fn>
-attnrt_status guard(attnrt_message* error, Fn&& fn) noexcept {
-  try {
-    fn();
-    return ATTNRT_OK;
-  } catch (const attnrt::Error& e) {
-    return fail(error, e.status(), e.what());
-  } catch (const attnrt::sdk::Error& e) {
-    const attnrt_status s = e.status();  // OK, or a value outside the enum, is no failure's status
-    return fail(error, s >= ATTNRT_ERROR_INVALID_ARGUMENT && s <= ATTNRT_ERROR_INTERNAL ? s : ATTNRT_ERROR_INTERNAL,
-                e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(error, ATTNRT_ERROR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(error, ATTNRT_ERROR_INTERNAL, e.what());
-  } catch (...) {
-    return fail(error, ATTNRT_ERROR_INTERNAL, "internal error: unknown exception");
-  }
-}
-
-}  // namespace
+using attnrt::capi::fail;
+using attnrt::capi::guard;
+using attnrt::capi::null_argument;
 
 extern "C" {
 
@@ -122,7 +77,7 @@ attnrt_status attnrt_resolve(attnrt_runtime* runtime, const char* site, const ch
       return;
     }
     runtime->runtime->resolver().bind_device(*desc);
-    *backend = new attnrt_backend_handle{res.backend, res.chosen};
+    *backend = new attnrt_backend_handle{res.backend, res.chosen, res.context_parallel};
   });
   return guarded != ATTNRT_OK ? guarded : status;
 }

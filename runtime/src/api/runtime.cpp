@@ -97,6 +97,9 @@ Runtime::Runtime(const RuntimeOptions& options) {
   resolver_ = std::make_unique<Resolver>(*registry_, settings_, deprecations, rules_, device);
 
   sites_ = find_sites(config_, deprecations, settings_.default_implementation);
+  std::vector<std::string> site_names;
+  for (const Site& site : sites_.sites) site_names.push_back(site.name);
+  check_context_parallel_sites(settings_.context_parallel, site_names);
   warnings_.insert(warnings_.end(), sites_.warnings.begin(), sites_.warnings.end());
   for (const std::string& w : warnings_) log::warn("{}", w);
 }

@@ -10,9 +10,9 @@ namespace attnrt {
 
 const std::vector<std::string>& settings_keys() {
   static const std::vector<std::string> keys = {
-      "device",        "strict",       "num_threads", "plugin_dirs", "default_implementation",
-      "fallback",      "known_issues", "rules_files", "log_level",   "allow_writable_plugins",
-      "plugin_sha256", "lockfile"};
+      "device",        "strict",       "num_threads",     "plugin_dirs", "default_implementation",
+      "fallback",      "known_issues", "rules_files",     "log_level",   "allow_writable_plugins",
+      "plugin_sha256", "lockfile",     "context_parallel"};
   return keys;
 }
 
@@ -96,6 +96,8 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
             throw Error(at + ": a pin is a sha256 digest or a list of them");
           }
         }
+      } else if (key == "context_parallel") {
+        s.context_parallel = read_context_parallel(config, path, v);
       } else if (key == "plugin_dirs" || key == "rules_files") {
         if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");
         auto& out = key == "plugin_dirs" ? s.plugin_dirs : s.rules_files;

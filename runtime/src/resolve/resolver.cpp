@@ -110,6 +110,7 @@ Resolution Resolver::resolve(const std::string& site, const std::string& value, 
   res.requested = value;
   res.device = device_.label();
   res.normalized = value;
+  res.context_parallel = settings_.context_parallel_for(site);
   if (auto it = deprecations_.aliases.find(value); it != deprecations_.aliases.end()) {
     res.normalized = it->second;
     res.notes.push_back(fmt::format("'{}' is a deprecated name; use '{}'", shorten_for_message(value), it->second));

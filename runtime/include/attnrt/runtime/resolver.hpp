@@ -62,6 +62,9 @@ struct Resolution {
   std::string description;           // the chosen plugin's one-line description
   bool fell_back = false;            // chosen is not what was requested (auto never falls back)
   std::string error;                 // set when resolution failed
+  // attnrt.context_parallel for this site (size 1: off): the host runs the chosen backend as a
+  // ring over this many ranks (context_parallel.hpp; from C, attnrt_ring).
+  ContextParallelSetting context_parallel;
 
   bool ok() const { return backend != nullptr; }
 };
