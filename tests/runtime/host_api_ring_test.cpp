@@ -202,8 +202,7 @@ TEST(HostApiRingErrors, BadArgumentsAreNamed) {
   EXPECT_TRUE(has(err.text, "attnrt_ring_create: backend must not be NULL")) << err.text;
   Workload w = make_workload(spec_of(48, true));
   Resolved resolved("sdpa", w.desc);
-  EXPECT_EQ(attnrt_ring_create(resolved.backend, transport, static_cast<attnrt_ring_layout>(7), &ring, &err.m),
-            ATTNRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(attnrt_ring_create(resolved.backend, transport, 7, &ring, &err.m), ATTNRT_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(has(err.text, "layout 7 is not ATTNRT_RING_ZIGZAG (0) or ATTNRT_RING_CONTIGUOUS (1)")) << err.text;
   EXPECT_EQ(ring, nullptr);
   ASSERT_EQ(attnrt_ring_create(resolved.backend, transport, ATTNRT_RING_ZIGZAG, &ring, &err.m), ATTNRT_OK) << err.text;

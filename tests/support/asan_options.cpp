@@ -1,5 +1,6 @@
 // AddressSanitizer's settings for a test of a -DATTNRT_SANITIZE=address build, compiled into its
 // executable: the ASan runtime reads this hook at start-up (ASAN_OPTIONS still overrides).
+// LeakSanitizer's hooks are in lsan_hooks.cpp, which the attnrt command gets too.
 extern "C" {
 
 // malloc's contract: an allocation that cannot be made returns NULL (ASan's default is to end

@@ -230,9 +230,10 @@ ATTNRT_HOST_API void attnrt_transport_destroy(attnrt_transport* transport);
 
 /* A ring on this rank: `backend` computes every block (resolve it for the global descriptor),
  * `transport` is this rank's end of the group. ATTNRT_ERROR_INVALID_ARGUMENT for a NULL handle
- * or a layout outside the enum. */
+ * or a layout outside attnrt_ring_layout (an int32_t here, so any value a C caller passes is
+ * defined behaviour and gets that error). */
 ATTNRT_HOST_API attnrt_status attnrt_ring_create(attnrt_backend_handle* backend, attnrt_transport* transport,
-                                                 attnrt_ring_layout layout, attnrt_ring** ring, attnrt_message* error);
+                                                 int32_t layout, attnrt_ring** ring, attnrt_message* error);
 ATTNRT_HOST_API void attnrt_ring_destroy(attnrt_ring* ring);
 
 /* Why this ring cannot run `desc` forward (is_backward 0) or backward (1): written into `reason`

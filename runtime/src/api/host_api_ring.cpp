@@ -157,7 +157,7 @@ const char* attnrt_transport_name(const attnrt_transport* transport) {
 
 void attnrt_transport_destroy(attnrt_transport* transport) { delete transport; }
 
-attnrt_status attnrt_ring_create(attnrt_backend_handle* backend, attnrt_transport* transport, attnrt_ring_layout layout,
+attnrt_status attnrt_ring_create(attnrt_backend_handle* backend, attnrt_transport* transport, int32_t layout,
                                  attnrt_ring** ring, attnrt_message* error) {
   if (!backend || !transport || !ring) {
     return null_argument(error, "attnrt_ring_create", !backend ? "backend" : !transport ? "transport" : "ring");
