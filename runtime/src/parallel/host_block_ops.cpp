@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +45,48 @@ uint16_t float_to_bf16(float f) {  // round to nearest even; NaN stays a quiet N
   return static_cast<uint16_t>(u >> 16);
 }
 
+// IEEE binary16 by its bits: _Float16 is not available to every compiler that builds the runtime
+// (clang 14 on x86-64, the fuzz build, has none without AVX512-FP16).
+float fp16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float v = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -v : v;
+  }
+  const uint32_t u = exponent == 31 ? sign | 0x7f800000u | (mantissa << 13)  // inf, NaN
+                                    : sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Round to nearest even, overflow to inf, NaN stays NaN (F. Giesen's float_to_half_fast3_rtne).
+uint16_t float_to_fp16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint16_t out;
+  if (u >= (127u + 16u) << 23) {  // 2^16 and above (inf, NaN): no finite half
+    out = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (u < 113u << 23) {  // below 2^-14: subnormal or zero; let float addition round
+    const uint32_t magic_bits = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    float x, magic;
+    std::memcpy(&x, &u, sizeof x);
+    std::memcpy(&magic, &magic_bits, sizeof magic);
+    x += magic;
+    uint32_t r;
+    std::memcpy(&r, &x, sizeof r);
+    out = static_cast<uint16_t>(r - magic_bits);
+  } else {
+    const uint32_t odd = (u >> 13) & 1u;
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + odd;
+    out = static_cast<uint16_t>(u >> 13);
+  }
+  return static_cast<uint16_t>(out | (sign >> 16));
+}
+
 // A tensor seen as rows: [d0, d1, d2] rows of `cols` contiguous elements (fewer dims: leading 1s).
 struct Rows {
   char* base = nullptr;
@@ -59,7 +102,7 @@ struct Rows {
     switch (kind) {
       case Kind::f32: std::memcpy(dst, p, cols * sizeof(float)); return;
       case Kind::f16:
-        for (int64_t c = 0; c < cols; ++c) dst[c] = static_cast<float>(static_cast<const _Float16*>(p)[c]);
+        for (int64_t c = 0; c < cols; ++c) dst[c] = fp16_to_float(static_cast<const uint16_t*>(p)[c]);
         return;
       case Kind::bf16:
         for (int64_t c = 0; c < cols; ++c) dst[c] = bf16_to_float(static_cast<const uint16_t*>(p)[c]);
@@ -71,7 +114,7 @@ struct Rows {
     switch (kind) {
       case Kind::f32: std::memcpy(p, src, cols * sizeof(float)); return;
       case Kind::f16:
-        for (int64_t c = 0; c < cols; ++c) static_cast<_Float16*>(p)[c] = static_cast<_Float16>(src[c]);
+        for (int64_t c = 0; c < cols; ++c) static_cast<uint16_t*>(p)[c] = float_to_fp16(src[c]);
         return;
       case Kind::bf16:
         for (int64_t c = 0; c < cols; ++c) static_cast<uint16_t*>(p)[c] = float_to_bf16(src[c]);
