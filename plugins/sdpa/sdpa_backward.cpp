@@ -151,23 +151,15 @@ struct Bf16Format {
   int64_t dout_ld() const { return p.desc.head_dim_v; }
   float dk_scale() const { return p.desc.softmax_scale; }
 
-  static void copy_rows(const RowTensor& src, int64_t b, int64_t h, int64_t n, int64_t dim, uint16_t* dst) {
-    for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * dim, src.row(b, r, h), dim * sizeof(uint16_t));
-  }
   void pack_rows_of(int64_t b, int64_t h, int64_t q_len, uint16_t* q, uint16_t* dout) const {
-    copy_rows(p.q, b, h, q_len, p.desc.head_dim, q);
-    copy_rows(p.dout, b, h, q_len, p.desc.head_dim_v, dout);
+    copy_bf16_rows(p.q, b, h, 0, q_len, p.desc.head_dim, q, q_len);
+    copy_bf16_rows(p.dout, b, h, 0, q_len, p.desc.head_dim_v, dout, q_len);
   }
   void pack_tile(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
     const int64_t hd = p.desc.head_dim, hv = p.desc.head_dim_v, bk = t.bwd_k;
     uint16_t* k = reinterpret_cast<uint16_t*>(tile);
-    uint16_t* v = k + bk * hd;
-    for (int64_t r = 0; r < nk; ++r) {
-      std::memcpy(k + r * hd, p.k.row(b, k0 + r, hk), hd * sizeof(uint16_t));
-      std::memcpy(v + r * hv, p.v.row(b, k0 + r, hk), hv * sizeof(uint16_t));
-    }
-    std::fill(k + nk * hd, k + bk * hd, uint16_t{0});
-    std::fill(v + nk * hv, v + bk * hv, uint16_t{0});
+    copy_bf16_rows(p.k, b, hk, k0, nk, hd, k, bk);
+    copy_bf16_rows(p.v, b, hk, k0, nk, hv, k + bk * hd, bk);
   }
   const uint16_t* k_of(const float* tile) const { return reinterpret_cast<const uint16_t*>(tile); }
   const uint16_t* v_of(const float* tile) const { return k_of(tile) + t.bwd_k * p.desc.head_dim; }

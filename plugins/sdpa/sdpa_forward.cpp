@@ -97,15 +97,10 @@ struct Bf16Format {
   int64_t tile_floats() const { return (t.block_k * (p.desc.head_dim + p.desc.head_dim_v) + 1) / 2; }
   bool prescaled() const { return false; }
 
-  static void copy_rows(const RowTensor& src, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim, uint16_t* dst,
-                        int64_t rows) {
-    for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * dim, src.row(b, t0 + r, h), dim * sizeof(uint16_t));
-    std::fill(dst + n * dim, dst + rows * dim, uint16_t{0});
-  }
   void pack(float* tile, int64_t b, int64_t hk, int64_t k0, int64_t nk) const {
     uint16_t* k = reinterpret_cast<uint16_t*>(tile);
-    copy_rows(p.k, b, hk, k0, nk, p.desc.head_dim, k, t.block_k);
-    copy_rows(p.v, b, hk, k0, nk, p.desc.head_dim_v, k + t.block_k * p.desc.head_dim, t.block_k);
+    copy_bf16_rows(p.k, b, hk, k0, nk, p.desc.head_dim, k, t.block_k);
+    copy_bf16_rows(p.v, b, hk, k0, nk, p.desc.head_dim_v, k + t.block_k * p.desc.head_dim, t.block_k);
   }
   void load_q(const ThreadTiles& w, int64_t r, const void* row) const {
     std::memcpy(reinterpret_cast<uint16_t*>(w.q) + r * p.desc.head_dim, row, p.desc.head_dim * sizeof(uint16_t));

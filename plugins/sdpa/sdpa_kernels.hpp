@@ -47,6 +47,11 @@ size_t backward_tile_floats(const attnrt_attention_desc& desc);
 // CPU); its other calls convert to fp32.
 bool uses_bf16_products(const attnrt_attention_desc& desc);
 
+// Rows t0 .. t0+n of head h of sequence b copied as they are (bf16 bits) into dst [rows, dim],
+// rows n .. rows zeroed, so the padded part of a fixed-shape product stays finite.
+void copy_bf16_rows(const kernels::RowTensor& src, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim,
+                    uint16_t* dst, int64_t rows);
+
 void forward(const kernels::ForwardProblem& p, float* workspace, int num_threads);
 void backward(const kernels::BackwardProblem& p, float* workspace, int num_threads);
 

@@ -1,6 +1,7 @@
 #include "sdpa_kernels.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace attnrt::plugins::sdpa {
 
@@ -62,6 +63,12 @@ size_t backward_floats_shared(const attnrt_attention_desc& d, int64_t total_q) {
   const size_t tiles = static_cast<size_t>(d.batch) * ((d.seqlen_k + t.bwd_k - 1) / t.bwd_k) * d.heads_kv;
   return rows + (rows + t.bwd_q) * (t.hd_pad + t.hv_pad) + tiles * backward_tile_floats(d) +
          static_cast<size_t>(d.batch) * d.heads_q;
+}
+
+void copy_bf16_rows(const kernels::RowTensor& src, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim,
+                    uint16_t* dst, int64_t rows) {
+  for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * dim, src.row(b, t0 + r, h), dim * sizeof(uint16_t));
+  std::fill(dst + n * dim, dst + rows * dim, uint16_t{0});
 }
 
 }  // namespace attnrt::plugins::sdpa
