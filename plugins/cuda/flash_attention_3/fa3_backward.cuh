@@ -13,9 +13,13 @@
 //       dQ += dS K                                         (dS^T through shared memory)
 //     dS^T goes to shared memory because each dQ row needs all 128 keys, which live in two
 //     warpgroups: after a barrier between them, each forms half of the step's dQ (hd 64: 64 of
-//     the 128 query rows; hd 128: 64 of the 128 columns) and adds it to the fp32 accumulator in
-//     global memory with vector atomics; dq_convert_kernel scales and rounds it into dq.
-// Deterministic calls are not this kernel's (the atomics' order varies between runs).
+//     the 128 query rows; hd 128: 64 of the 128 columns) and stores it into a shared fp32 tile;
+//   - a second producer warp adds that tile to the fp32 accumulator in global memory with one
+//     bulk reduction (cp.reduce.async.bulk, as FlashAttention-3 does) while the consumers go on,
+//     where each consumer thread's vector atomics (one L2 transaction per 32-byte sector) held
+//     the backward at 0.70-0.79x cuDNN. dq_convert_kernel scales and rounds the accumulator
+//     (swizzled, dq_swizzled_pair) into dq.
+// Deterministic calls are not this kernel's (the order of the reductions varies between runs).
 #pragma once
 
 #include "fa3_forward.cuh"
@@ -41,6 +45,12 @@ struct BackwardConfig : BackwardTiles<HD> {
   // Each consumer warpgroup's share of a step's dQ = dS K is one m64 x n64 product: rows when
   // the query block is 128 (head_dim 64), columns when head_dim is 128 (a 64-query block).
   static constexpr bool kDqSplitsRows = BackwardTiles<HD>::kBM == 128;
+  // Whether a step's elementwise work runs under its products (P^T under dP^T, dS^T under dV).
+  // It keeps P^T's fp32 tile and its fragments live beside dP^T's: at head_dim 128 (64-query
+  // steps) that fits the consumers' registers and was 2-6% faster (H100, bench/results/
+  // fa3-backward-2026-11-25/); at 64 (128-query steps, twice the tiles) ptxas spilled 340 bytes a
+  // thread and the step ran 25% slower, so there each slice's dS^T follows its P^T.
+  static constexpr bool kOverlap = HD >= 128;
   static_assert(kDqSplitsRows ? HD == 64 : (BackwardTiles<HD>::kBM == 64 && HD == 128),
                 "dQ's split covers the block exactly");
 };
@@ -52,25 +62,45 @@ struct BackwardSmem {
   alignas(1024) T q[STAGES][BM * HD];
   alignas(1024) T dout[STAGES][BM * HD];
   alignas(1024) T ds[2][BN * BM];  // dS^T, keys x queries, by step parity
+  alignas(128) float dq[BM * HD];  // the step's dQ, dq_accum's rows and swizzle
   float lse[STAGES][BM];           // log2 domain; +inf past the sequence (P = 0)
   float dd[STAGES][BM];            // D
   alignas(8) uint64_t kv_full;
   uint64_t q_full[STAGES], q_empty[STAGES];
+  uint64_t dq_full, dq_empty;
 };
+
+// The CTA of a linear block index: (kv head, sequence) pairs in bands of `band`, and in a band
+// key block by key block, so that the CTAs in flight at once hold every pair of one band (whose
+// Q and dO the launch sizes to stay in L2) and a band's first key blocks, which a causal mask
+// gives the most queries, start first (longest first): a causal grid then ends on short CTAs.
+// A band of 1 is one pair's key blocks in order, then the next pair's.
+struct BackwardTile {
+  int n_block, hk, b;
+};
+__device__ __forceinline__ BackwardTile backward_tile(const AttentionParams& p, int n_blocks, int band) {
+  const int linear = static_cast<int>(blockIdx.x);
+  const int pairs = p.heads_kv * p.batch;
+  const int band_index = linear / (band * n_blocks), first = band_index * band;
+  const int width = min(band, pairs - first);
+  const int in_band = linear - first * n_blocks;
+  const int pair = first + in_band % width;
+  return {in_band / width, pair % p.heads_kv, pair / p.heads_kv};
+}
 
 template <class T, int HD, class Policy>
 __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
     backward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
                     const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
-                    const __grid_constant__ CUtensorMap tma_do) {
+                    const __grid_constant__ CUtensorMap tma_do, int band) {
   using C = BackwardConfig<HD>;
   constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
   using Smem = BackwardSmem<T, HD, BM, BN, STAGES>;
   extern __shared__ unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
-  // Key blocks in order: under a causal mask the first see the most queries (longest first).
-  const int n_block = static_cast<int>(blockIdx.x), hk = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
+  const BackwardTile tile = backward_tile(p, ceil_div(p.seqlen_k, BN), band);
+  const int n_block = tile.n_block, hk = tile.hk, b = tile.b;
   const Seq seq = sequence(p, b);
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
@@ -86,14 +116,33 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
       hopper::TxBarrier::init(&sm.q_full[s], 32);  // the producer warp's lanes: lse and D rows
       hopper::Barrier::init(&sm.q_empty[s], 256);  // every consumer thread: its own lse/D reads
     }
+    hopper::Barrier::init(&sm.dq_full, 256);  // every consumer thread: its own dQ stores
+    hopper::Barrier::init(&sm.dq_empty, 1);   // the writer, once the bulk copy has read the tile
     cutlass::arch::fence_barrier_init();
   }
   __syncthreads();
 
   if (warpgroup == 0) {
     // ---- Producer: warp 0; lane 0 issues the TMA loads, every lane fetches rows' lse and D.
+    // Warp 1 adds each step's dQ tile to dq_accum.
     cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
-    if (threadIdx.x >= 32) return;
+    if (threadIdx.x >= 64) return;
+    if (threadIdx.x >= 32) {
+      if (lane != 0) return;
+      QueryStep st = walk.first();
+      for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+        hopper::Barrier::wait(&sm.dq_full, it & 1);
+        // Rows past the sequence are not added: they belong to the next head or sequence.
+        const int rows = min(BM, seq.q_len - st.m0);
+        hopper::bulk_reduce_add_f32(p.dq_accum + lse_index(p, seq, st.head, st.m0) * HD, sm.dq,
+                                    static_cast<uint32_t>(rows * HD * sizeof(float)));
+        hopper::bulk_commit();
+        hopper::bulk_wait_read();
+        hopper::Barrier::arrive(&sm.dq_empty);
+      }
+      hopper::bulk_wait();
+      return;
+    }
     const SeqCoords qc = q_coords(p, b), kc = k_coords(p, b);
     constexpr uint32_t kKVBytes = 2 * BN * HD * sizeof(T), kStepBytes = 2 * BM * HD * sizeof(T);
     if (walk.steps == 0) return;  // no query sees these keys: the consumers write zeros
@@ -173,26 +222,52 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
     for (int ks = 0; ks < HD / 16; ++ks) {
       GemmS::ss(hopper::k_major_desc<BN>(sm.k, kr0, ks), hopper::k_major_desc<BM>(sm.q[stage], 0, ks), s_flat, ks > 0);
     }
+    cute::warpgroup_commit_batch();  // S^T
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
       GemmS::ss(hopper::k_major_desc<BN>(sm.v, kr0, ks), hopper::k_major_desc<BM>(sm.dout[stage], 0, ks), dp_flat,
                 ks > 0);
     }
-    cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<0>();
+    cute::warpgroup_commit_batch();  // dP^T
+    if constexpr (C::kOverlap) {
+      cute::warpgroup_wait<1>();  // S^T
+    } else {
+      cute::warpgroup_wait<0>();
+      hopper::fence_operands(dp_flat);
+    }
     hopper::fence_operands(s_flat);
-    hopper::fence_operands(dp_flat);
 
-    // P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) (times the score map's derivative), one
-    // k16 slice (two n8 tiles) at a time, each turned into its A fragments for dV and dK at once
-    // so the fp32 tiles die as they go (keeping both whole beside the fragments spilled); the
-    // per-element mask only where the warpgroup's tile crosses a boundary. dS^T also goes to
-    // shared memory in the 128-byte swizzle (keys are rows, 64-query chunks), each warp's 4-byte
-    // writes on 32 distinct banks.
+    // P^T = exp(S^T - lse), one k16 slice (two n8 tiles) at a time into the A fragments of
+    // dV += P^T dO; s keeps P^T times the score map's derivative for dS^T = P^T (dP^T - D). The
+    // per-element mask only where the warpgroup's tile crosses a boundary (a masked P^T is 0, and
+    // so is its dS^T). dS^T goes into the A fragments of dK += dS^T Q and into shared memory for
+    // dQ, in the 128-byte swizzle (keys are rows, 64-query chunks), each warp's 4-byte writes on
+    // 32 distinct banks. With kOverlap, P^T runs while dP^T is in flight and dS^T while dV is;
+    // without, each slice's dS^T follows its P^T, so the fp32 tiles die as they go.
     const float* lse = sm.lse[stage];
     const float* dd = sm.dd[stage];
     T* ds = sm.ds[buf];
+    // This thread's dS^T row (key_in_block; + 8 for odd f) in the swizzle: 16-byte units trade
+    // places by row % 8 = g. g8 is made opaque each step so that the compiler forms the slices'
+    // addresses here instead of hoisting all of them out of the loop and spilling them.
+    const int g8 = opaque(8 * g);
+    T* ds_row = ds + key_in_block * 64 + 2 * t;
     uint32_t pt[BM / 16][4], dst[BM / 16][4];
+    auto ds_slice = [&](int kk) {
+#pragma unroll
+      for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt) {
+        const float2 d2 = *reinterpret_cast<const float2*>(dd + nt * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dp[nt][e] = s[nt][e] * (dp[nt][e] - (e % 2 ? d2.y : d2.x));
+      }
+      accum_to_a<T>(dst[kk], dp[2 * kk], dp[2 * kk + 1]);
+      // dst[kk]: keys (g, g + 8) x queries (16 kk + 2 t, 16 kk + 8 + 2 t), pairs.
+#pragma unroll
+      for (int f = 0; f < 4; ++f) {
+        const int col = 16 * kk + 8 * (f / 2), chunk = col / 64;
+        *reinterpret_cast<uint32_t*>(ds_row + chunk * BN * 64 + (f % 2) * 8 * 64 + ((col % 64) ^ g8)) = dst[kk][f];
+      }
+    };
     pol.with_scores(h, [&](const auto& scores) {
       with_flag(pol.tile_needs_mask(m0, BM, n0 + kr0, 64), [&](auto mask) {
         constexpr bool kMask = decltype(mask)::value;
@@ -203,71 +278,91 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
         }
 #pragma unroll
         for (int kk = 0; kk < BM / 16; ++kk) {
+          float pr[2][4];
 #pragma unroll
           for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt) {
             const float2 lse2 = *reinterpret_cast<const float2*>(lse + nt * 8 + 2 * t);
-            const float2 d2 = *reinterpret_cast<const float2*>(dd + nt * 8 + 2 * t);
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int r = e / 2, c = e % 2;
               const float raw = s[nt][e];
               const int i = m0 + nt * 8 + 2 * t + c, j = n0 + key_in_block + 8 * r;
-              float pr = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
-              if (kMask && !queries[r].has(nt * 8 + c)) pr = 0.f;
-              s[nt][e] = pr;
-              dp[nt][e] = pr * (dp[nt][e] - (c ? d2.y : d2.x)) * scores.grad(raw, i, j);
+              float x = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
+              if (kMask && !queries[r].has(nt * 8 + c)) x = 0.f;
+              pr[nt - 2 * kk][e] = x;
+              s[nt][e] = x * scores.grad(raw, i, j);
             }
           }
-          accum_to_a<T>(pt[kk], s[2 * kk], s[2 * kk + 1]);
-          accum_to_a<T>(dst[kk], dp[2 * kk], dp[2 * kk + 1]);
-          // dst[kk]: keys (g, g + 8) x queries (16 kk + 2 t, 16 kk + 8 + 2 t), pairs.
-#pragma unroll
-          for (int f = 0; f < 4; ++f) {
-            const int row = key_in_block + 8 * (f % 2), col = 16 * kk + 8 * (f / 2);
-            const int chunk = col / 64, unit = (col % 64 / 8) ^ (row % 8);
-            *reinterpret_cast<uint32_t*>(ds + chunk * BN * 64 + row * 64 + unit * 8 + 2 * t) = dst[kk][f];
-          }
+          accum_to_a<T>(pt[kk], pr[0], pr[1]);
+          if constexpr (!C::kOverlap) ds_slice(kk);
         }
       });
     });
+    hopper::fence_operands(pt);
+    hopper::fence_operands(dv_flat);
+    if constexpr (C::kOverlap) {
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(pt[kk], hopper::mn_major_desc<BM>(sm.dout[stage], kk), dv_flat);
+      cute::warpgroup_commit_batch();  // dV
+      cute::warpgroup_wait<1>();       // dP^T is complete, dV may still run
+      hopper::fence_operands(dp_flat);
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) ds_slice(kk);
+    }
     cutlass::arch::fence_view_async_shared();
     cutlass::arch::NamedBarrier::sync(256, 1);
 
+    // dQ's share (with dV unless issued above) in a group before dK's, so that its store into
+    // the shared tile runs under dK.
     float dq[8][4];
     float(&dq_flat)[32] = reinterpret_cast<float(&)[32]>(dq);
     const T* ds_chunk = ds + dq_row0 * BN;
-    hopper::fence_operands(dv_flat);
     hopper::fence_operands(dk_flat);
     hopper::fence_operands(dq_flat);
+    hopper::fence_operands(dst);
     cute::warpgroup_arrive();
+    if constexpr (!C::kOverlap) {
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(pt[kk], hopper::mn_major_desc<BM>(sm.dout[stage], kk), dv_flat);
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(dst[kk], hopper::mn_major_desc<BM>(sm.q[stage], kk), dk_flat);
+      for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(pt[kk], hopper::mn_major_desc<BM>(sm.dout[stage], kk), dv_flat);
+    }
 #pragma unroll
     for (int ks = 0; ks < BN / 16; ++ks) {
       GemmQ::ss_mn(hopper::mn_major_desc<BN>(ds_chunk, ks), hopper::mn_major_desc<BN>(k_chunk, ks), dq_flat, ks > 0);
     }
-    cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<0>();
+    cute::warpgroup_commit_batch();  // dQ
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) GemmD::rs(dst[kk], hopper::mn_major_desc<BM>(sm.q[stage], kk), dk_flat);
+    cute::warpgroup_commit_batch();  // dK
+    cute::warpgroup_wait<1>();       // dV and dQ are complete
     hopper::fence_operands(dv_flat);
-    hopper::fence_operands(dk_flat);
     hopper::fence_operands(dq_flat);
     hopper::fence_operands(pt);
+
+    // This warpgroup's dQ rows (m0 + dq_row0 + 16 w + g, +8), columns dq_col0 + 8 nt + 2 t, into
+    // the shared tile once the writer has read the previous step's; the swizzle follows the
+    // rows' place in dq_accum, which need not be a multiple of 8 (varlen).
+    hopper::Barrier::wait(&sm.dq_empty, (it & 1) ^ 1);
+    // Rows r and r + 8 share row % 8, so both use one swizzle (dq_swizzled_pair written out:
+    // pair dq_col0 / 2 + t + (4 nt ^ sw)).
+    const int sw = dq_swizzled_pair(lse_index(p, seq, h, m0) + dq_row0 + warp * 16 + g, 0);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float* dq_row = sm.dq + (dq_row0 + warp * 16 + g + 8 * r) * HD + dq_col0 + 2 * t;
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        *reinterpret_cast<float2*>(dq_row + 2 * ((4 * nt) ^ sw)) = make_float2(dq[nt][2 * r], dq[nt][2 * r + 1]);
+      }
+    }
+    cutlass::arch::fence_view_async_shared();  // the bulk copy reads through the async proxy
+    hopper::Barrier::arrive(&sm.dq_full);
+
+    cute::warpgroup_wait<0>();
+    hopper::fence_operands(dk_flat);
     hopper::fence_operands(dst);
     // Every thread releases its own reads of the stage's lse and D (an arrive orders only the
     // arriving thread's accesses); the products' reads of Q and dO are complete after the wait.
     hopper::Barrier::arrive(&sm.q_empty[stage]);
-
-    // This warpgroup's dQ rows (query m0 + dq_row0 + 16 w + g, +8), columns dq_col0 + 8 i + 2 t.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = m0 + dq_row0 + warp * 16 + g + 8 * r;
-      if (i >= seq.q_len) continue;
-      float* row = p.dq_accum + lse_index(p, seq, h, i) * HD + dq_col0 + 2 * t;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) atomic_add2(row + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
-    }
   }
 
   // dK = softmax_scale * sum dS^T Q, dV; keys past the sequence are not written, and a key no

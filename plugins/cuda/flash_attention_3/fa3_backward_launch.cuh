@@ -8,6 +8,10 @@
 
 #include <attnrt_cuda/backward_rows.cuh>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
 namespace attnrt::cuda::fa3 {
 
 template <class T, int HD, class Policy>
@@ -21,11 +25,23 @@ cudaError_t backward(const AttentionParams& p, const BackwardMaps& maps, cudaStr
     const size_t smem = sizeof(BackwardSmem<T, HD, C::kBM, C::kBN, C::kStages>) + 1024;  // +1 KB: alignment
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return err;
-    const dim3 grid(ceil_div(p.seqlen_k, C::kBN), p.heads_kv, p.batch);
-    kernel<<<grid, C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.dout);
+    // Under a causal mask, bands of (kv head, sequence) pairs whose Q and dO (every q head of the
+    // GQA group) fit in 16 MiB together, a third of the H100's L2 (backward_tile): +1-3% causal
+    // backward. Elsewhere every key block costs the same and bands of 1 pair keep all of one
+    // head's CTAs in flight together on its Q and dO (banded: -6% at hd64 S2k; bench/results/
+    // fa3-backward-2026-11-25/).
+    const int pairs = p.heads_kv * p.batch;
+    int band = 1;
+    if (p.window_right >= 0 && p.window_left < 0) {
+      const int64_t pair_bytes = int64_t(p.seqlen_q) * (p.heads_q / p.heads_kv) * HD * 2 * sizeof(T);
+      band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+    }
+    const int64_t ctas = int64_t(ceil_div(p.seqlen_k, C::kBN)) * pairs;
+    if (ctas > INT32_MAX) return cudaErrorInvalidConfiguration;
+    kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.dout, band);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
-  return launch_dq_convert<T, HD>(p, stream);
+  return launch_dq_convert<T, HD, /*kSwizzled=*/true>(p, stream);
 }
 
 template <class Policy, int HD>

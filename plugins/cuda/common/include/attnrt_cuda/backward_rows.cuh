@@ -83,17 +83,30 @@ __global__ void __launch_bounds__(kThreads) dsinks_kernel(const AttentionParams 
   }
 }
 
-// dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous).
-template <class T, int HD>
+// Where column pair `pair` (columns 2 pair, 2 pair + 1) of dq_accum row `row` lives when the
+// accumulator is swizzled: pairs trade places by row % 8 within each group of 32 pairs. A kernel
+// that stages a tile of dQ in shared memory as mma accumulator fragments (rows 16 w + g and
+// + 8, pairs 4 n + t) and adds it to dq_accum with one bulk copy writes those fragments without
+// bank conflicts in this layout, where plain rows put the 8 rows of a warp's store on one bank.
+__device__ __forceinline__ int dq_swizzled_pair(int64_t row, int pair) {
+  return pair ^ (4 * static_cast<int>(row % 8));
+}
+
+// dq = softmax_scale * dq_accum, rounded to T (one warp per row; the fp32 rows are contiguous,
+// their column pairs permuted by dq_swizzled_pair when kSwizzled).
+template <class T, int HD, bool kSwizzled>
 __global__ void __launch_bounds__(128) dq_convert_kernel(const AttentionParams p) {
+  static_assert(!kSwizzled || HD % 64 == 0, "the swizzle permutes whole groups of 32 column pairs");
   const WarpRow row = warp_row(p);
   if (!row.valid) return;
   const int b = row.b, h = row.h, i = row.i, lane = row.lane;
   const Seq& seq = row.seq;
-  const float* src = p.dq_accum + lse_index(p, seq, h, i) * HD;
+  const int64_t src_row = lse_index(p, seq, h, i);
+  const float* src = p.dq_accum + src_row * HD;
   T* dst = head_base<T>(p, p.dq, b, h, true) + int64_t(i) * p.dq.row_stride;
   for (int c = lane * 2; c < HD; c += 64) {
-    const float2 x = *reinterpret_cast<const float2*>(src + c);
+    const int at = kSwizzled ? 2 * dq_swizzled_pair(src_row, c / 2) : c;
+    const float2 x = *reinterpret_cast<const float2*>(src + at);
     *reinterpret_cast<uint32_t*>(dst + c) = pack2<T>(x.x * p.softmax_scale, x.y * p.softmax_scale);
   }
 }
@@ -149,10 +162,10 @@ cudaError_t launch_backward_rows(const AttentionParams& p, cudaStream_t stream) 
 }
 
 // After the dK/dV kernel of a call with a dQ accumulator: dq = softmax_scale * dq_accum.
-template <class T, int HD>
+template <class T, int HD, bool kSwizzled = false>
 cudaError_t launch_dq_convert(const AttentionParams& p, cudaStream_t stream) {
   if (p.seqlen_q == 0) return cudaSuccess;
-  dq_convert_kernel<T, HD><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
+  dq_convert_kernel<T, HD, kSwizzled><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -91,6 +91,14 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gmem, int64_t row_st
   }
 }
 
+// x, which the compiler cannot see through: what is computed from it where it is called stays
+// there, instead of being hoisted out of a loop as a loop invariant (a kernel at its register
+// limit spills hoisted addresses and reloads them in the loop).
+__device__ __forceinline__ int opaque(int x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
 // 2^x by the SFU (ex2.approx.ftz: FlashAttention's fast path; 2^-inf = 0).
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;

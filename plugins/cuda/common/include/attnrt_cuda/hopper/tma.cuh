@@ -30,4 +30,23 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// Adds `bytes` (a multiple of 16) of fp32 at smem `src` to global `dst` (16-byte aligned)
+// element by element in L2 (cp.reduce.async.bulk, sm_90): one instruction for a whole tile of
+// partial sums, where per-thread atomics cost one L2 transaction per 32-byte sector per warp.
+// Completion is tracked per bulk group of the issuing thread: bulk_commit, then bulk_wait_read
+// before `src` is overwritten and bulk_wait before the kernel's results are read.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const float* src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst),
+               "r"(static_cast<uint32_t>(__cvta_generic_to_shared(src))), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+// Waits until the issuing thread's bulk groups have read their shared-memory sources.
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+
+// Waits until the issuing thread's bulk groups are complete, their global writes included.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 }  // namespace attnrt::cuda::hopper
