@@ -7,6 +7,10 @@ Shapes are the ABI's: q [batch, seqlen_q, heads_q, head_dim], k and v
 [batch, seqlen_k, heads_kv, head_dim(_v)], out [batch, seqlen_q, heads_q, head_dim_v],
 lse [batch, heads_q, seqlen_q] float32, sinks [heads_q] float32 (gpt-oss).
 
+``attention`` runs the same implementation without the operator dispatcher where nothing needs
+to see the op (eager mode, plain tensors: ``_direct``), as its host time per call is most of a
+small call's; under ``torch.compile``, dispatch modes or tensor subclasses it calls the ops.
+
 Scratch memory comes from PyTorch's allocator (``torch.empty``) and the call runs on the
 current stream, where PyTorch has ordered the tensors' producers (as for any of its own ops, so
 tensors go over by ``torch.utils.dlpack.to_dlpack``, without ``__dlpack__``'s stream handshake);
@@ -121,9 +125,9 @@ def _dl(t: Optional[Tensor], stream: int):
     return None if t is None else to_dlpack(t.detach())
 
 
-@torch.library.custom_op("attnrt::forward", mutates_args=(), device_types=("cpu", "cuda"))
-def _forward(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str, softmax_scale: float,
-             causal: bool, window_left: int, window_right: int, softcap: float) -> tuple[Tensor, Tensor]:
+def _forward_impl(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str,
+                  softmax_scale: float, causal: bool, window_left: int, window_right: int,
+                  softcap: float) -> tuple[Tensor, Tensor]:
     backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
                                              window_left, window_right, softcap)
     b, sq, hq, _ = q.shape
@@ -136,16 +140,21 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implement
     return out, lse
 
 
+@torch.library.custom_op("attnrt::forward", mutates_args=(), device_types=("cpu", "cuda"))
+def _forward(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str, softmax_scale: float,
+             causal: bool, window_left: int, window_right: int, softcap: float) -> tuple[Tensor, Tensor]:
+    return _forward_impl(q, k, v, sinks, implementation, softmax_scale, causal, window_left, window_right, softcap)
+
+
 @_forward.register_fake
 def _(q, k, v, sinks, implementation, softmax_scale, causal, window_left, window_right, softcap):
     b, sq, hq, _ = q.shape
     return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
 
 
-@torch.library.custom_op("attnrt::backward", mutates_args=(), device_types=("cpu", "cuda"))
-def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, sinks: Optional[Tensor],
-              implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
-              softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _backward_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, sinks: Optional[Tensor],
+                   implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
+                   softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """dq, dk, dv and dsinks ([heads_q] float32; empty without sinks)."""
     backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
                                              window_left, window_right, softcap)
@@ -157,6 +166,15 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
                      _dl(dk, s), _dl(dv, s), dsinks=_dl(dsinks, s) if sinks is not None else None,
                      sinks=_dl(sinks, s), workspace=_dl(ws, s), stream=s, num_threads=threads)
     return dq, dk, dv, dsinks
+
+
+@torch.library.custom_op("attnrt::backward", mutates_args=(), device_types=("cpu", "cuda"))
+def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, sinks: Optional[Tensor],
+              implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
+              softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """dq, dk, dv and dsinks ([heads_q] float32; empty without sinks)."""
+    return _backward_impl(dout, q, k, v, out, lse, sinks, implementation, softmax_scale, causal, window_left,
+                          window_right, softcap)
 
 
 @_backward.register_fake
@@ -183,6 +201,43 @@ def _grad(ctx, dout, _dlse):
 _forward.register_autograd(_grad, setup_context=_setup_context)
 
 
+class _Attention(torch.autograd.Function):
+    """The same forward and backward as the ops' autograd formula, without the operator
+    dispatcher: what `attention` runs in eager mode (see _direct)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sinks, *params):
+        out, lse = _forward_impl(q, k, v, sinks, *params)
+        ctx.params = params
+        ctx.has_sinks = sinks is not None
+        ctx.save_for_backward(q, k, v, out, lse, sinks)
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        q, k, v, out, lse, sinks = ctx.saved_tensors
+        dq, dk, dv, dsinks = _backward_impl(dout.contiguous(), q, k, v, out, lse, sinks, *ctx.params)
+        return (dq, dk, dv, dsinks if ctx.has_sinks else None) + (None,) * len(ctx.params)
+
+
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
+
+
+def _direct(tensors) -> bool:
+    """Whether `attention` may skip the custom op: the operator dispatcher's Python path costs
+    about 7 us a call on the development machine's CPU, a third of the whole call. Only for plain
+    tensors on cpu/cuda with nothing that must see the op: not under torch.compile (which traces
+    the op), a TorchDispatchMode (FakeTensorMode, FlopCounterMode, ...), a torch function mode or
+    a torch.func transform (grad, vmap), nor for tensor subclasses (DTensor, ...)."""
+    if torch.compiler.is_compiling() or _dispatch_modes is None or _dispatch_modes() > 0:
+        return False
+    if torch._C._is_torch_function_mode_enabled() or _functorch_active():
+        return False
+    return all(t is None or (type(t) is Tensor and t.device.type in ("cpu", "cuda")) for t in tensors)
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", softmax_scale: Optional[float] = None,
               causal: bool = False, window_left: int = -1, window_right: int = -1, softcap: float = 0.0,
               sinks: Optional[Tensor] = None, return_lse: bool = False):
@@ -207,8 +262,13 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
         # A model cast to bf16/fp16 casts gpt-oss's sinks parameter too; the ABI takes float32.
         # The conversion is exact, and autograd casts dsinks back to the parameter's dtype.
         sinks = sinks.float()
-    out, lse = torch.ops.attnrt.forward(q, k, v, sinks, implementation, float(softmax_scale), bool(causal),
-                                        int(window_left), int(window_right), float(softcap))
+    params = (implementation, float(softmax_scale), bool(causal), int(window_left), int(window_right), float(softcap))
+    if not _direct((q, k, v, sinks)):
+        out, lse = torch.ops.attnrt.forward(q, k, v, sinks, *params)
+    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, sinks)):
+        out, lse = _Attention.apply(q, k, v, sinks, *params)
+    else:
+        out, lse = _forward_impl(q, k, v, sinks, *params)
     return (out, lse) if return_lse else out
 
 
