@@ -7,7 +7,8 @@
 #   5. attnrt bench + PyTorch anchors           same process tree, same GPU, then the ratio table
 #   6. attnrt bench --decode + decode anchors   paged_attention's decode bandwidth (issue 17)
 # Logs and CSVs go to $OUT (or /tmp/attnrt_gpu). SUITE_STEPS="1 2 3 4 5" selects steps;
-# GTEST_FILTER narrows step 2, BENCH_BACKENDS / BENCH_ARGS shape step 5.
+# GTEST_FILTER narrows step 2, BENCH_BACKENDS / BENCH_ARGS shape step 5; SUITE_TAR=1 packs $OUT into
+# one suite.tgz at the end.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-/tmp/attnrt_gpu}"
@@ -67,5 +68,10 @@ if step 6; then
   grep -v -e Warning -e "fn = lambda" "$out/decode_anchors.txt"
   python3 "$here/decode_ratios.py" "$out/decode_bench.csv" "$out/decode_anchors.csv" "$out/decode_ratios.csv" |
     tee "$out/decode_ratios.md"
+fi
+# SUITE_TAR=1: everything in one archive, $out/suite.tgz, and the loose files removed. The device
+# tool brings back a bounded number of files from $OUT; a suite run leaves dozens.
+if [[ "${SUITE_TAR:-0}" == 1 ]]; then
+  (cd "$out" && files=$(ls -A | grep -v '^suite.tgz$') && [[ -n "$files" ]] && tar czf suite.tgz $files && rm -rf $files)
 fi
 exit $status
