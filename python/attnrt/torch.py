@@ -195,10 +195,16 @@ def _setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(lse)
 
 
-def _grad(ctx, dout, _dlse):
+def _grads(ctx, dout, backward):
+    """The inputs' gradients from what _setup_context saved, through `backward` (the op, or its
+    implementation): dq, dk, dv, dsinks (None without sinks), and None for each parameter."""
     q, k, v, out, lse, sinks = ctx.saved_tensors
-    dq, dk, dv, dsinks = torch.ops.attnrt.backward(dout.contiguous(), q, k, v, out, lse, sinks, *ctx.params)
-    return dq, dk, dv, (dsinks if ctx.has_sinks else None), None, None, None, None, None, None
+    dq, dk, dv, dsinks = backward(dout.contiguous(), q, k, v, out, lse, sinks, *ctx.params)
+    return (dq, dk, dv, dsinks if ctx.has_sinks else None) + (None,) * len(ctx.params)
+
+
+def _grad(ctx, dout, _dlse):
+    return _grads(ctx, dout, torch.ops.attnrt.backward)
 
 
 _forward.register_autograd(_grad, setup_context=_setup_context)
@@ -211,17 +217,12 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, sinks, *params):
         out, lse = _forward_impl(q, k, v, sinks, *params)
-        ctx.params = params
-        ctx.has_sinks = sinks is not None
-        ctx.save_for_backward(q, k, v, out, lse, sinks)
-        ctx.mark_non_differentiable(lse)
+        _setup_context(ctx, (q, k, v, sinks, *params), (out, lse))
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, _dlse):
-        q, k, v, out, lse, sinks = ctx.saved_tensors
-        dq, dk, dv, dsinks = _backward_impl(dout.contiguous(), q, k, v, out, lse, sinks, *ctx.params)
-        return (dq, dk, dv, dsinks if ctx.has_sinks else None) + (None,) * len(ctx.params)
+        return _grads(ctx, dout, _backward_impl)
 
 
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
