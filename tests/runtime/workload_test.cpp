@@ -96,6 +96,34 @@ TEST(Workload, ForwardFlopsCountVisiblePairs) {
   EXPECT_DOUBLE_EQ(make_workload(spec).forward_flops, 2.0 * (4 + 4) * (8 * 9 / 2));
 }
 
+TEST(Workload, FillPeriodRepeatsOneRandomBlock) {
+  // The bench's fast fill: the first fill_period elements drawn, then repeated byte for byte.
+  WorkloadSpec spec;
+  spec.dtype = ATTNRT_DTYPE_BF16;
+  spec.batch = 2;
+  spec.seqlen_q = 100;
+  spec.heads_q = 3;
+  spec.head_dim = 64;
+  spec.fill_period = 1000;  // not a multiple of a row: the repeat ignores the layout
+  const Workload w = make_workload(spec);
+  const int64_t n = w.q.numel();
+  ASSERT_EQ(n, 2 * 100 * 3 * 64);
+  std::set<double> distinct;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(w.q.get(i), w.q.get(i % 1000)) << "element " << i;
+    distinct.insert(w.q.get(i));
+  }
+  EXPECT_GT(distinct.size(), 200u);   // the block itself is random
+  EXPECT_NE(w.k.get(0), w.q.get(0));  // each tensor its own block
+  for (int64_t i = 0; i < w.dout.numel(); ++i) ASSERT_EQ(w.dout.get(i), w.dout.get(i % 1000));
+
+  spec.fill_period = 0;  // default: every element drawn
+  const Workload all = make_workload(spec);
+  int64_t repeats = 0;
+  for (int64_t i = 1000; i < n; ++i) repeats += all.q.get(i) == all.q.get(i % 1000);
+  EXPECT_LT(repeats, n / 10);
+}
+
 TEST(Workload, ReadsAndChecksTheConfigSection) {
   const Config c =
       Config::from_string("workload:\n  dtype: bf16\n  window: [4, 0]\n  seqlen_k: 64\n  bacward: false\n", "w.yaml");

@@ -297,9 +297,7 @@ void make_random(const WorkloadSpec& spec, Workload& w, std::mt19937_64& rng) {
       w.v = HostTensor({d.batch, d.seqlen_k, d.heads_kv, d.head_dim_v}, dt);
     }
   }
-  w.q.fill_normal(rng);
-  w.k.fill_normal(rng);
-  w.v.fill_normal(rng);
+  for (HostTensor* t : {&w.q, &w.k, &w.v}) t->fill_normal_repeating(rng, spec.fill_period);
 }
 
 // Exact count of (query, key) pairs the mask lets through, summed over sequences.
@@ -365,7 +363,7 @@ Workload make_workload(const WorkloadSpec& spec) {
     for (int64_t h = 0; h < d.heads_q; ++h) w.alibi_slopes.set(h, std::pow(2.0, -8.0 * (h + 1) / d.heads_q));
   }
   w.dout = HostTensor(out_shape, dt);
-  w.dout.fill_normal(rng);
+  w.dout.fill_normal_repeating(rng, spec.fill_period);
   w.dq = HostTensor(w.q.shape(), dt);
   w.dk = HostTensor(w.k.shape(), dt);
   w.dv = HostTensor(w.v.shape(), dt);

@@ -106,6 +106,15 @@ void HostTensor::fill_normal(std::mt19937_64& rng, double stddev) {
   for (int64_t i = 0; i < numel(); ++i) set(i, normal(rng));
 }
 
+void HostTensor::fill_normal_repeating(std::mt19937_64& rng, int64_t period) {
+  if (period <= 0 || period >= numel()) return fill_normal(rng);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int64_t i = 0; i < period; ++i) set(i, normal(rng));
+  auto* bytes = static_cast<std::byte*>(data());
+  const size_t block = nbytes() / size_t(numel()) * size_t(period);
+  for (size_t at = block; at < nbytes(); at += block) std::memcpy(bytes + at, bytes, std::min(block, nbytes() - at));
+}
+
 void HostTensor::fill(double value) {
   for (int64_t i = 0; i < numel(); ++i) set(i, value);
 }

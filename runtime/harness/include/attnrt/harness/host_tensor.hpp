@@ -46,6 +46,9 @@ class HostTensor {
 
   // Normal(0, stddev) values, rounded to the tensor's dtype.
   void fill_normal(std::mt19937_64& rng, double stddev = 1.0);
+  // The first `period` elements normal, then those bytes repeated: for timing runs, where the
+  // values need only be realistic and drawing every element (about 20 ns each) would dominate.
+  void fill_normal_repeating(std::mt19937_64& rng, int64_t period);
   void fill(double value);
   // Quiet NaN everywhere (float dtypes): poisons outputs so a kernel that skips a row shows.
   void fill_nan();

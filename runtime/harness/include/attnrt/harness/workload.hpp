@@ -31,6 +31,9 @@ struct WorkloadSpec {
   bool backward = true;
   bool return_lse = true;
   uint64_t seed = 0;
+  // q, k, v and dout repeat a random block of this many elements (0: every element drawn).
+  // For benchmarks only: repeated keys make scores repeat, which no correctness case wants.
+  int64_t fill_period = 0;
   int iterations = 10, warmup = 2;
 };
 
