@@ -118,6 +118,22 @@ std::vector<Case> edge_cases() {
         s.causal = true;
         cases.push_back({p + "softcap_causal_200x250", s});
       }
+      // More tiles than the H100's 132 SMs, so persistent CTAs walk several: dealt in turn
+      // (plain), taken from the counter (causal; varlen with a window, with tiles to skip).
+      cases.push_back({p + "persistent_plain_b24_200", shape(dt, hd, 24, 200, 200, 4, 2)});
+      {
+        WorkloadSpec s = shape(dt, hd, 24, 200, 200, 4, 2);
+        s.causal = true;
+        cases.push_back({p + "persistent_causal_b24_200", s});
+      }
+      {
+        WorkloadSpec s = shape(dt, hd, 6, 0, 0, 8, 2);
+        s.seqlens_q = {300, 0, 1, 257, 129, 400};
+        s.seqlens_k = {300, 7, 1, 100, 129, 450};
+        s.window_left = 50;
+        s.window_right = 10;
+        cases.push_back({p + "persistent_varlen_window", s});
+      }
       {
         WorkloadSpec s = shape(dt, hd, 5, 0, 0, 8, 1);
         s.seqlens_q = {0, 1, 130, 257, 64};

@@ -33,15 +33,27 @@ struct Calls {
     return tiles ? "" : "no backward at head_dim " + std::to_string(d.head_dim) + " (backward tiles: 64, 128)";
   }
 
+  // The forward's persistent grid takes tiles from a counter where their lengths differ
+  // (fa3_launch.cuh): 4 bytes of workspace, zeroed by the launch; elsewhere none.
+  static bool forward_schedules(const attnrt_attention_desc& d) {
+    return d.causal || d.window_left >= 0 || d.window_right >= 0 || d.is_varlen;
+  }
+  static constexpr size_t kForwardWorkspace = 256;
+
   static size_t workspace_size(const attnrt_attention_desc& d, bool backward) {
+    if (!backward) return forward_schedules(d) ? kForwardWorkspace : 0;
     return BackwardWorkspace::size(d, backward);
   }
 
   static void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e,
                       const char* what) {
     use_device(d);
-    const AttentionParams p = make_params(d, a, kRowAlignment);
+    AttentionParams p = make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
+    if (forward_schedules(d)) {
+      sdk::require_workspace(e, kForwardWorkspace, 0);
+      p.tile_counter = static_cast<int32_t*>(e.workspace);
+    }
     const Layout l = layout(d, a.q, a.k);
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;

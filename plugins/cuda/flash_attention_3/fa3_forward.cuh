@@ -1,13 +1,14 @@
 // FlashAttention-3 forward (Shah et al. 2024, Algorithm 1) on Hopper: TMA loads, wgmma on
-// shared-memory operands, warp specialization. A CTA of three warpgroups owns BM = 128 query
-// rows of one (sequence, head): warpgroup 0 is the producer, one thread of which issues every
-// TMA load (Q once, then K and V blocks into a ring of kStages buffers guarded by mbarriers);
-// warpgroups 1 and 2 are consumers of 64 rows each, S = Q K^T by wgmma from shared memory, the
-// online softmax in registers, O += P V by wgmma with P straight from the S accumulators (the
-// register operand) and V read transposed from shared memory. Registers move from the producer
-// to the consumers with setmaxnreg. What happens to the scores between the products (scale,
-// softcap, mask, where each row's softmax starts and ends) is the score policy's
-// (score_policy.cuh), as in flash_attention_2: one policy, two mainloops.
+// shared-memory operands, warp specialization. A persistent CTA walks tiles of BM query rows of
+// one (sequence, head) (forward_tile; BM = 192 at head_dim 64, else 128): warpgroup 0 is the
+// producer, one thread of which issues every TMA load (Q once per tile, then K and V blocks into
+// a ring of kStages buffers guarded by mbarriers); the other warpgroups are consumers of 64 rows
+// each, S = Q K^T by wgmma from shared memory, the online softmax in registers, O += P V by wgmma
+// with P straight from the S accumulators (the register operand) and V read transposed from
+// shared memory. Registers move from the producer to the consumers with setmaxnreg. What happens
+// to the scores between the products (scale, softcap, mask, where each row's softmax starts and
+// ends) is the score policy's (score_policy.cuh), as in flash_attention_2: one policy, two
+// mainloops.
 #pragma once
 
 #include "fa3_launch.hpp"
@@ -25,19 +26,75 @@ namespace attnrt::cuda::fa3 {
 template <int HD>
 struct ForwardConfig : ForwardTiles<HD> {
   static constexpr int kStages = 2;
-  static constexpr int kThreads = 384;  // a producer warpgroup and two consumer warpgroups
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  // A producer warpgroup and one consumer warpgroup per 64 query rows (two, or three at head_dim
+  // 64). setmaxnreg moves registers from the producer to the consumers within what the launch
+  // gave the CTA (its thread count times 168, or 128 at 512 threads): 24 a producer thread, 240
+  // a consumer thread of two warpgroups, 160 of three. The dynamic scheduler's producer needs
+  // more, else it spills in its load loop: 40 (232 a consumer) with two consumer warpgroups, 32
+  // with three.
+  static constexpr int kConsumers = ForwardTiles<HD>::kBM / 64;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  template <bool kDynamic>
+  static constexpr int kProducerRegs = !kDynamic         ? 24
+                                       : kConsumers == 2 ? 40
+                                                         : 32;
+  template <bool kDynamic>
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160
+                                       : kDynamic      ? 232
+                                                       : 240;
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(128 * (kProducerRegs<true> + kConsumers * kConsumerRegs<true>) <=
+                    kThreads * (kConsumers == 2 ? 168 : 128),
+                "the registers the launch gives the CTA");
+  static_assert(128 * (kProducerRegs<false> + kConsumers * kConsumerRegs<false>) <=
+                    kThreads * (kConsumers == 2 ? 168 : 128),
+                "the registers the launch gives the CTA");
+  // Named barriers: 0 is __syncthreads; 1 + w a consumer warpgroup's own epilogue; kTurn + w its
+  // turn to issue (ping-pong).
+  static constexpr int kTurn = 1 + kConsumers;
+  // O is staged for its store in a tile of its own where that fits beside Q and the K/V ring
+  // (2-byte elements), so Q is free for the next tile's load once the tile's last S = Q K^T has
+  // completed; at head_dim 256 it reuses Q's tile, which is then freed after the store.
+  static constexpr bool kOwnO =
+      (2 * ForwardTiles<HD>::kBM * HD + 2 * kStages * ForwardTiles<HD>::kBN * HD) * 2 <= 200 * 1024;
 };
 
-template <class T, int HD, int BM, int BN, int STAGES>
+template <class T, int HD, int BM, int BN, int STAGES, bool kOwnO>
 struct ForwardSmem {
   static_assert(HD % hopper::kChunkCols == 0, "head_dim a multiple of the 64-column swizzle chunk");
   alignas(1024) T q[BM * HD];
   alignas(1024) T k[STAGES][BN * HD];
   alignas(1024) T v[STAGES][BN * HD];
-  alignas(8) uint64_t q_full;
+  alignas(1024) T o[kOwnO ? BM * HD : 8];
+  alignas(8) uint64_t q_full, q_empty;
+  uint64_t tile_full[2], tile_empty[2];  // the dynamic scheduler's ring of claimed tiles
+  int tile[2];
   uint64_t k_full[STAGES], v_full[STAGES], k_empty[STAGES], v_empty[STAGES];
 };
+
+// A tile of the persistent grid: BM query rows of one (sequence, head). Linear tile index:
+// (sequence, head) major and, inside, the query blocks from the last (the longest under a causal
+// mask) to the first, so that the CTAs in flight together share a head's K and V in L2. With
+// kBanded (the dynamic scheduler's grids), (sequence, head) pairs in bands of `band` (q heads of a
+// GQA group adjacent) and in a band query block by query block, longest first: the tiles in
+// flight share the band's K and V (the launch sizes the band to fit in L2) and each band starts
+// on its longest tiles. As the backward's backward_tile, with queries for keys.
+struct ForwardTile {
+  int b, h, m0;
+};
+template <int BM, bool kBanded>
+__device__ __forceinline__ ForwardTile forward_tile(const AttentionParams& p, int tile, int m_blocks, int band) {
+  if constexpr (kBanded) {
+    const int pairs = p.heads_q * p.batch;
+    const int first = tile / (band * m_blocks) * band, width = min(band, pairs - first);
+    const int in_band = tile - first * m_blocks;
+    const int pair = first + in_band % width, mb = m_blocks - 1 - in_band / width;
+    return {pair / p.heads_q, pair % p.heads_q, mb * BM};
+  } else {
+    const int bh = tile / m_blocks, mb = m_blocks - 1 - tile % m_blocks;
+    return {bh / p.heads_q, bh % p.heads_q, mb * BM};
+  }
+}
 
 // The TMA coordinates of a sequence's rows: token offset (varlen: its first packed row) and
 // batch index (0 when packed).
@@ -52,38 +109,47 @@ __device__ __forceinline__ SeqCoords k_coords(const AttentionParams& p, int b) {
   return p.cu_seqlens_k ? SeqCoords{p.cu_seqlens_k[b], 0} : SeqCoords{0, b};
 }
 
-template <class T, int HD, class Policy, bool kPingpong>
+template <class T, int HD, class Policy, bool kPingpong, bool kDynamic>
 __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     forward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
-                   const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
+                   const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v, int band) {
   using C = ForwardConfig<HD>;
   constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
-  using Smem = ForwardSmem<T, HD, BM, BN, STAGES>;
+  using Smem = ForwardSmem<T, HD, BM, BN, STAGES, C::kOwnO>;
   // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise:
   // the launch adds 1 KB of slack.
   extern __shared__ unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
-  // Last query blocks first (the longest under a causal mask), as flash_attention_2.
-  const int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.y);
-  const int hk = h / (p.heads_q / p.heads_kv);
-  const Seq seq = sequence(p, b);
-  const int m0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * BM;
-  if (m0 >= seq.q_len) return;  // the whole CTA: varlen grids cover the longest sequence
-  const Policy pol(p, seq);
-  const BlockRange keys = pol.key_blocks(m0, BM, BN);
-  const int n_blocks = keys.hi - keys.lo;
+  // Persistent (FlashAttention-3's tile schedulers): each CTA starts on tile blockIdx.x and goes
+  // on to blockIdx.x + gridDim.x, ... where every tile costs the same, or, with kDynamic (tiles of
+  // different lengths: causal, windows, varlen; p.tile_counter zeroed before the launch), to the
+  // next tile no CTA has taken yet, so CTAs that drew short tiles take more of them; the producer
+  // claims those and hands them to the consumers through a ring of two slots. The K/V ring's
+  // stage and phase run on across tiles, so the producer loads the next tile's Q and first K/V
+  // blocks while the consumers finish the last one. (One kernel for both walks, the dealt one
+  // reading the slots only when claimed, ran 4-11% slower on non-causal grids: two kernels.)
+  const int m_blocks = ceil_div(p.seqlen_q, BM);
+  const int num_tiles = m_blocks * p.heads_q * p.batch;
+  const int group = p.heads_q / p.heads_kv;
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
     hopper::TxBarrier::init(&sm.q_full, 1);
+    hopper::Barrier::init(&sm.q_empty, 128 * C::kConsumers);  // every consumer thread, after its last read of Q
+    if constexpr (kDynamic) {
+      for (int s = 0; s < 2; ++s) {
+        hopper::Barrier::init(&sm.tile_full[s], 1);
+        hopper::Barrier::init(&sm.tile_empty[s], 4 * C::kConsumers);  // one arrival per consumer warp
+      }
+    }
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       hopper::TxBarrier::init(&sm.k_full[s], 1);
       hopper::TxBarrier::init(&sm.v_full[s], 1);
-      hopper::Barrier::init(&sm.k_empty[s], 8);  // one arrival per consumer warp
-      hopper::Barrier::init(&sm.v_empty[s], 8);
+      hopper::Barrier::init(&sm.k_empty[s], 4 * C::kConsumers);  // one arrival per consumer warp
+      hopper::Barrier::init(&sm.v_empty[s], 4 * C::kConsumers);
     }
     cutlass::arch::fence_barrier_init();
   }
@@ -92,243 +158,315 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every load; the block's other 127 threads idle on few
     // registers.
-    cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
+    cutlass::arch::warpgroup_reg_dealloc<C::template kProducerRegs<kDynamic>>();
     if (threadIdx.x != 0) return;
     hopper::prefetch_tensor_map(&tma_q);
     hopper::prefetch_tensor_map(&tma_k);
     hopper::prefetch_tensor_map(&tma_v);
-    const SeqCoords qc = q_coords(p, b), kc = k_coords(p, b);
     constexpr uint32_t kQBytes = BM * HD * sizeof(T), kKVBytes = BN * HD * sizeof(T);
-    hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
-#pragma unroll
-    for (int c = 0; c < HD / 64; ++c) {
-      hopper::tma_load_4d(&tma_q, &sm.q_full, sm.q + c * BM * 64, c * 64, qc.row0 + m0, h, qc.batch);
-    }
-    for (int it = 0; it < n_blocks; ++it) {
-      const int stage = it % STAGES;
-      const uint32_t phase = (it / STAGES) & 1;
-      const int n0 = (keys.hi - 1 - it) * BN;  // last blocks first: the masked ones
-      hopper::Barrier::wait(&sm.k_empty[stage], phase ^ 1);
-      hopper::TxBarrier::arrive_and_expect_tx(&sm.k_full[stage], kKVBytes);
+    int kv_it = 0, tile_it = 0;  // K/V blocks and tiles loaded so far, across tiles
+    // Hands a claimed tile to the consumers; a tile past the end tells them to stop.
+    auto publish = [&](int tile) {
+      const int slot = tile_it & 1;
+      hopper::Barrier::wait(&sm.tile_empty[slot], ((tile_it >> 1) & 1) ^ 1);
+      sm.tile[slot] = tile;
+      hopper::Barrier::arrive(&sm.tile_full[slot]);
+    };
+    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
+         tile = kDynamic ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x)
+                         : tile + static_cast<int>(gridDim.x)) {
+      const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
+      const Seq seq = sequence(p, tl.b);
+      if (tl.m0 >= seq.q_len) continue;  // varlen: past this sequence's rows
+      if constexpr (kDynamic) publish(tile);
+      const Policy pol(p, seq);
+      const BlockRange keys = pol.key_blocks(tl.m0, BM, BN);
+      const int n_blocks = keys.hi - keys.lo, hk = tl.h / group;
+      const SeqCoords qc = q_coords(p, tl.b), kc = k_coords(p, tl.b);
+      hopper::Barrier::wait(&sm.q_empty, (tile_it & 1) ^ 1);
+      hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
 #pragma unroll
       for (int c = 0; c < HD / 64; ++c) {
-        hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+        hopper::tma_load_4d(&tma_q, &sm.q_full, sm.q + c * BM * 64, c * 64, qc.row0 + tl.m0, tl.h, qc.batch);
       }
-      hopper::Barrier::wait(&sm.v_empty[stage], phase ^ 1);
-      hopper::TxBarrier::arrive_and_expect_tx(&sm.v_full[stage], kKVBytes);
+      for (int it = 0; it < n_blocks; ++it, ++kv_it) {
+        const int stage = kv_it % STAGES;
+        const uint32_t phase = (kv_it / STAGES) & 1;
+        const int n0 = (keys.hi - 1 - it) * BN;  // last blocks first: the masked ones
+        hopper::Barrier::wait(&sm.k_empty[stage], phase ^ 1);
+        hopper::TxBarrier::arrive_and_expect_tx(&sm.k_full[stage], kKVBytes);
 #pragma unroll
-      for (int c = 0; c < HD / 64; ++c) {
-        hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+        }
+        hopper::Barrier::wait(&sm.v_empty[stage], phase ^ 1);
+        hopper::TxBarrier::arrive_and_expect_tx(&sm.v_full[stage], kKVBytes);
+#pragma unroll
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+        }
       }
+      ++tile_it;
     }
+    if constexpr (kDynamic) publish(num_tiles);
     return;
   }
 
-  // ---- Consumers: warpgroup 1 or 2, rows wr0 .. +64 of the block; in it, warp w holds rows
+  // ---- Consumers: warpgroup 1 or 2, rows wr0 .. +64 of each tile; in it, warp w holds rows
   // 16 w + g and 16 w + g + 8 (g = lane / 4) of every accumulator, columns 8 i + 2 t, +1.
-  cutlass::arch::warpgroup_reg_alloc<C::kConsumerRegs>();
+  cutlass::arch::warpgroup_reg_alloc<C::template kConsumerRegs<kDynamic>>();
   const int cw = warpgroup - 1;
   const int wr0 = cw * 64;
+  constexpr int kLast = C::kConsumers - 1;
+  const int next = cw == kLast ? 0 : cw + 1;
   const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, g = lane / 4, t = lane % 4;
   const int row_in_block = wr0 + warp * 16 + g;  // and + 8
 
   using GemmS = hopper::Gemm<T, BN>;
   using GemmO = hopper::Gemm<T, HD>;
-  float o[HD / 8][4];
-#pragma unroll
-  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float(&o_flat)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
-  float s[BN / 8][4];
-  float(&s_flat)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(s);
-  uint32_t pa[BN / 16][4];
-
-  const bool fold = pol.linear();
-  const float c = fold ? p.softmax_scale * kLog2e : 1.f;
-  const RowStart start = pol.row_start(h, c);
-  float row_max[2] = {start.max, start.max};
-  float row_sum[2] = {t == 0 ? start.sum : 0.f, t == 0 ? start.sum : 0.f};
-  float alpha[2];
-
-  // Ping-pong (FlashAttention-3, section 3.1): the two consumer warpgroups take turns issuing
-  // their GEMMs, ordered by two named barriers, so one's softmax (exp on the SFUs) runs while the
-  // other's products hold the tensor cores. Each issue point syncs on its own barrier and then
-  // releases the other warpgroup's; warpgroup 2 opens with one release so warpgroup 1 goes first,
-  // and skips its very last release so that every barrier sees whole generations.
-  const int issue_points = n_blocks + 1;  // S_0, then S_j with P_(j-1) V_(j-1), then the last P V
-  int issued = 0;
-  auto turn_begin = [&] {
-    if constexpr (kPingpong) cutlass::arch::NamedBarrier::sync(256, 3 + cw);
+  int kv_it = 0, tile_it = 0;
+  // The next tile: the producer's claim (kDynamic, never one without rows), or dealt in turn.
+  auto receive = [&](int dealt) {
+    if constexpr (!kDynamic) {
+      return dealt;
+    } else {
+      const int slot = tile_it & 1;
+      hopper::Barrier::wait(&sm.tile_full[slot], (tile_it >> 1) & 1);
+      const int tile = sm.tile[slot];
+      __syncwarp();  // every lane has read the slot before it is handed back
+      if (lane == 0) hopper::Barrier::arrive(&sm.tile_empty[slot]);
+      return tile;
+    }
   };
-  auto turn_end = [&] {
-    ++issued;
+  for (int tile = receive(static_cast<int>(blockIdx.x)); tile < num_tiles;
+       tile = receive(tile + static_cast<int>(gridDim.x))) {
+    const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
+    const int b = tl.b, h = tl.h, m0 = tl.m0;
+    const Seq seq = sequence(p, b);
+    if (m0 >= seq.q_len) continue;  // as the producer
+    const Policy pol(p, seq);
+    const BlockRange keys = pol.key_blocks(m0, BM, BN);
+    const int n_blocks = keys.hi - keys.lo;
+
+    float o[HD / 8][4];
+#pragma unroll
+    for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+    float(&o_flat)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
+    float s[BN / 8][4];
+    float(&s_flat)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(s);
+    uint32_t pa[BN / 16][4];
+
+    const bool fold = pol.linear();
+    const float c = fold ? p.softmax_scale * kLog2e : 1.f;
+    const RowStart start = pol.row_start(h, c);
+    float row_max[2] = {start.max, start.max};
+    float row_sum[2] = {t == 0 ? start.sum : 0.f, t == 0 ? start.sum : 0.f};
+    float alpha[2];
+
+    // Ping-pong (FlashAttention-3, section 3.1): the two consumer warpgroups take turns issuing
+    // their GEMMs, ordered by two named barriers, so one's softmax (exp on the SFUs) runs while
+    // the other's products hold the tensor cores. Each issue point syncs on its own barrier and
+    // then releases the other warpgroup's; warpgroup 2 opens each tile with one release so
+    // warpgroup 1 goes first, and skips the tile's very last release so that every barrier sees
+    // whole generations, tile by tile (neither warpgroup gets more than one release ahead).
+    const int issue_points = n_blocks + 1;  // S_0, then S_j with P_(j-1) V_(j-1), then the last P V
+    int issued = 0;
+    auto turn_begin = [&] {
+      if constexpr (kPingpong) cutlass::arch::NamedBarrier::sync(256, C::kTurn + cw);
+    };
+    auto turn_end = [&] {
+      ++issued;
+      if constexpr (kPingpong) {
+        if (cw != kLast || issued < issue_points) cutlass::arch::NamedBarrier::arrive(256, C::kTurn + next);
+      }
+    };
     if constexpr (kPingpong) {
-      if (cw == 0 || issued < issue_points) cutlass::arch::NamedBarrier::arrive(256, 3 + (1 - cw));
+      if (cw == kLast && n_blocks > 0) cutlass::arch::NamedBarrier::arrive(256, C::kTurn);
     }
-  };
-  if constexpr (kPingpong) {
-    if (cw == 1 && n_blocks > 0) cutlass::arch::NamedBarrier::arrive(256, 3);
-  }
 
-  auto issue_s = [&](int stage) {
-    hopper::fence_operands(s_flat);
+    auto stage_of = [&](int it) { return (kv_it + it) % STAGES; };
+    auto phase_of = [&](int it) { return static_cast<uint32_t>(((kv_it + it) / STAGES) & 1); };
+    auto issue_s = [&](int stage) {
+      hopper::fence_operands(s_flat);
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ++ks) {
-      GemmS::ss(hopper::k_major_desc<BM>(sm.q, wr0, ks), hopper::k_major_desc<BN>(sm.k[stage], 0, ks), s_flat, ks > 0);
-    }
-    cute::warpgroup_commit_batch();
-  };
-  auto issue_pv = [&](int stage) {
-    hopper::fence_operands(o_flat);
+      for (int ks = 0; ks < HD / 16; ++ks) {
+        GemmS::ss(hopper::k_major_desc<BM>(sm.q, wr0, ks), hopper::k_major_desc<BN>(sm.k[stage], 0, ks), s_flat,
+                  ks > 0);
+      }
+      cute::warpgroup_commit_batch();
+    };
+    auto issue_pv = [&](int stage) {
+      hopper::fence_operands(o_flat);
 #pragma unroll
-    for (int ks = 0; ks < BN / 16; ++ks) GemmO::rs(pa[ks], hopper::mn_major_desc<BN>(sm.v[stage], ks), o_flat);
-    cute::warpgroup_commit_batch();
-  };
+      for (int ks = 0; ks < BN / 16; ++ks) GemmO::rs(pa[ks], hopper::mn_major_desc<BN>(sm.v[stage], ks), o_flat);
+      cute::warpgroup_commit_batch();
+    };
+    // Q is free once this warpgroup's last S = Q K^T has completed, unless O is staged in it.
+    auto release_q = [&] {
+      if constexpr (C::kOwnO) hopper::Barrier::arrive(&sm.q_empty);
+    };
 
-  // Scores, mask and the online softmax of block n0 in s: new row maxima, the factor alpha that
-  // rescales what was accumulated (applied by the caller once the P V product in flight is done),
-  // P = exp2(s * c - max * c) in place, and the row sums.
-  auto softmax = [&](int n0) {
-    if (!fold) {
-      pol.with_scores(h, [&](const auto& scores) {
+    // Scores, mask and the online softmax of block n0 in s: new row maxima, the factor alpha
+    // that rescales what was accumulated (applied by the caller once the P V product in flight
+    // is done), P = exp2(s * c - max * c) in place, and the row sums.
+    auto softmax = [&](int n0) {
+      if (!fold) {
+        pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+          for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int i = m0 + row_in_block + 8 * (e / 2), j = n0 + nt * 8 + 2 * t + e % 2;
-            s[nt][e] = scores.log2(s[nt][e], i, j);
+            for (int e = 0; e < 4; ++e) {
+              const int i = m0 + row_in_block + 8 * (e / 2), j = n0 + nt * 8 + 2 * t + e % 2;
+              s[nt][e] = scores.log2(s[nt][e], i, j);
+            }
           }
-        }
-      });
-    }
-    if (pol.tile_needs_mask(m0 + wr0, 64, n0, BN)) {
+        });
+      }
+      if (pol.tile_needs_mask(m0 + wr0, 64, n0, BN)) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const auto row_keys = pol.row_mask(h, m0 + row_in_block + 8 * r).shifted(n0 + 2 * t);
+        for (int r = 0; r < 2; ++r) {
+          const auto row_keys = pol.row_mask(h, m0 + row_in_block + 8 * r).shifted(n0 + 2 * t);
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) {
+          for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            if (!row_keys.has(nt * 8 + e)) s[nt][2 * r + e] = -INFINITY;
+            for (int e = 0; e < 2; ++e) {
+              if (!row_keys.has(nt * 8 + e)) s[nt][2 * r + e] = -INFINITY;
+            }
           }
         }
       }
+      float neg_base[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[r];
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+        mx = quad_max(mx);
+        // A row with nothing visible yet keeps max -inf; its P is 0 and nothing is rescaled.
+        neg_base[r] = mx == -INFINITY ? 0.f : -mx * c;
+        alpha[r] = mx != row_max[r] ? fast_exp2(fmaf(row_max[r], c, neg_base[r])) : 1.f;
+        row_max[r] = mx;
+        row_sum[r] *= alpha[r];
+      }
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(fmaf(s[nt][e], c, neg_base[e / 2]));
+        row_sum[0] += s[nt][0] + s[nt][1];
+        row_sum[1] += s[nt][2] + s[nt][3];
+      }
+    };
+    auto rescale_o = [&] {
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        o[dt][0] *= alpha[0];
+        o[dt][1] *= alpha[0];
+        o[dt][2] *= alpha[1];
+        o[dt][3] *= alpha[1];
+      }
+    };
+    auto to_p = [&] {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) accum_to_a<T>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+    };
+
+    // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S_j = Q K_j^T is issued together
+    // with O += P_(j-1) V_(j-1), and the softmax of S_j runs while that product is still in
+    // flight; only the rescale of O waits for it. Blocks run last first (the masked ones).
+    hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
+    if (n_blocks > 0) {
+      hopper::TxBarrier::wait(&sm.k_full[stage_of(0)], phase_of(0));
+      turn_begin();
+      cute::warpgroup_arrive();
+      issue_s(stage_of(0));
+      turn_end();
+      cute::warpgroup_wait<0>();
+      hopper::fence_operands(s_flat);
+      if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(0)]);
+      if (n_blocks == 1) release_q();
+      softmax((keys.hi - 1) * BN);
+      to_p();
+    } else {
+      release_q();
     }
-    float neg_base[2];
+    for (int it = 1; it < n_blocks; ++it) {
+      const int stage = stage_of(it), prev = stage_of(it - 1);
+      hopper::TxBarrier::wait(&sm.k_full[stage], phase_of(it));
+      hopper::TxBarrier::wait(&sm.v_full[prev], phase_of(it - 1));
+      turn_begin();
+      cute::warpgroup_arrive();
+      issue_s(stage);
+      issue_pv(prev);
+      turn_end();
+      cute::warpgroup_wait<1>();  // S_j has landed; P_(j-1) V_(j-1) may still run
+      hopper::fence_operands(s_flat);
+      if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
+      if (it == n_blocks - 1) release_q();
+      softmax((keys.hi - 1 - it) * BN);
+      cute::warpgroup_wait<0>();
+      hopper::fence_operands(o_flat);
+      hopper::fence_operands(pa);
+      if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[prev]);
+      rescale_o();
+      to_p();
+    }
+    if (n_blocks > 0) {
+      const int last = stage_of(n_blocks - 1);
+      hopper::TxBarrier::wait(&sm.v_full[last], phase_of(n_blocks - 1));
+      turn_begin();
+      cute::warpgroup_arrive();
+      issue_pv(last);
+      turn_end();
+      cute::warpgroup_wait<0>();
+      hopper::fence_operands(o_flat);
+      hopper::fence_operands(pa);
+      if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[last]);
+    }
+    kv_it += n_blocks;
+
+    // Epilogue: normalize, then O through this warpgroup's own rows of the staging tile (sm.o,
+    // or Q's tile at head_dim 256: no other warpgroup reads those rows, and this one's last
+    // S = Q K^T has completed) in the same swizzle, so the warps' 4-byte writes are free of bank
+    // conflicts, and out in 16-byte chunks of whole rows. The first barrier keeps a warp's writes
+    // behind the other warps' reads of the previous tile's rows.
+    // The rows and threads are made opaque per tile so that the compiler forms the staging
+    // addresses here rather than hoisting them out of the tile loop and spilling them.
+    T* sO = C::kOwnO ? sm.o : sm.q;
+    const int my_row = opaque(row_in_block), tid = opaque(static_cast<int>(threadIdx.x) % 128);
+    if constexpr (C::kOwnO) cutlass::arch::NamedBarrier::sync(128, 1 + cw);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
+      const RowEnd end = pol.row_end(row_max[r], quad_sum(row_sum[r]), c);
+      const float inv = end.inv();
+      const int row = my_row + 8 * r;
 #pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      mx = quad_max(mx);
-      // A row with nothing visible yet keeps max -inf; its P is 0 and nothing is rescaled.
-      neg_base[r] = mx == -INFINITY ? 0.f : -mx * c;
-      alpha[r] = mx != row_max[r] ? fast_exp2(fmaf(row_max[r], c, neg_base[r])) : 1.f;
-      row_max[r] = mx;
-      row_sum[r] *= alpha[r];
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        const int chunk = dt / 8, unit = (dt % 8) ^ (row % 8);
+        *reinterpret_cast<uint32_t*>(sO + chunk * BM * 64 + row * 64 + unit * 8 + 2 * t) =
+            pack2<T>(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+      }
+      const int i = m0 + row;
+      if (p.lse && t == 0 && i < seq.q_len) p.lse[lse_index(p, seq, h, i)] = end.lse();
     }
+    cutlass::arch::NamedBarrier::sync(128, 1 + cw);  // this warpgroup's rows are written
+    T* out = head_base<T>(p, p.out, b, h, true);
+    constexpr int kUnits = HD / 8;  // 16-byte units per row
 #pragma unroll
-    for (int nt = 0; nt < BN / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = fast_exp2(fmaf(s[nt][e], c, neg_base[e / 2]));
-      row_sum[0] += s[nt][0] + s[nt][1];
-      row_sum[1] += s[nt][2] + s[nt][3];
+    for (int pass = 0; pass < 64 * kUnits / 128; ++pass) {
+      const int u = pass * 128 + tid, row = wr0 + u / kUnits, col_unit = u % kUnits;
+      const int i = m0 + row;
+      if (i < seq.q_len) {
+        const int chunk = col_unit / 8, unit = (col_unit % 8) ^ (row % 8);
+        *reinterpret_cast<uint4*>(out + int64_t(i) * p.out.row_stride + col_unit * 8) =
+            *reinterpret_cast<const uint4*>(sO + chunk * BM * 64 + row * 64 + unit * 8);
+      }
     }
-  };
-  auto rescale_o = [&] {
-#pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) {
-      o[dt][0] *= alpha[0];
-      o[dt][1] *= alpha[0];
-      o[dt][2] *= alpha[1];
-      o[dt][3] *= alpha[1];
+    if constexpr (!C::kOwnO) {
+      // Q's tile held O: the next tile's Q (a TMA write) may land once every read is done.
+      cutlass::arch::fence_view_async_shared();
+      hopper::Barrier::arrive(&sm.q_empty);
     }
-  };
-  auto to_p = [&] {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) accum_to_a<T>(pa[kk], s[2 * kk], s[2 * kk + 1]);
-  };
-
-  // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S_j = Q K_j^T is issued together with
-  // O += P_(j-1) V_(j-1), and the softmax of S_j runs while that product is still in flight;
-  // only the rescale of O waits for it. Blocks run last first (the masked ones).
-  hopper::TxBarrier::wait(&sm.q_full, 0);
-  if (n_blocks > 0) {
-    hopper::TxBarrier::wait(&sm.k_full[0], 0);
-    turn_begin();
-    cute::warpgroup_arrive();
-    issue_s(0);
-    turn_end();
-    cute::warpgroup_wait<0>();
-    hopper::fence_operands(s_flat);
-    if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[0]);
-    softmax((keys.hi - 1) * BN);
-    to_p();
-  }
-  for (int it = 1; it < n_blocks; ++it) {
-    const int stage = it % STAGES, prev = (it - 1) % STAGES;
-    const uint32_t phase = (it / STAGES) & 1, prev_phase = ((it - 1) / STAGES) & 1;
-    hopper::TxBarrier::wait(&sm.k_full[stage], phase);
-    hopper::TxBarrier::wait(&sm.v_full[prev], prev_phase);
-    turn_begin();
-    cute::warpgroup_arrive();
-    issue_s(stage);
-    issue_pv(prev);
-    turn_end();
-    cute::warpgroup_wait<1>();  // S_j has landed; P_(j-1) V_(j-1) may still run
-    hopper::fence_operands(s_flat);
-    if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
-    softmax((keys.hi - 1 - it) * BN);
-    cute::warpgroup_wait<0>();
-    hopper::fence_operands(o_flat);
-    hopper::fence_operands(pa);
-    if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[prev]);
-    rescale_o();
-    to_p();
-  }
-  if (n_blocks > 0) {
-    const int last = (n_blocks - 1) % STAGES;
-    hopper::TxBarrier::wait(&sm.v_full[last], ((n_blocks - 1) / STAGES) & 1);
-    turn_begin();
-    cute::warpgroup_arrive();
-    issue_pv(last);
-    turn_end();
-    cute::warpgroup_wait<0>();
-    hopper::fence_operands(o_flat);
-    hopper::fence_operands(pa);
-    if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[last]);
-  }
-
-  // Epilogue: normalize, then O through this warpgroup's own rows of the Q tile (no other
-  // warpgroup reads them, and its last S = Q K^T has completed) in the same swizzle, so the
-  // warps' 4-byte writes are free of bank conflicts, and out in 16-byte chunks of whole rows.
-  T* sO = sm.q;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const RowEnd end = pol.row_end(row_max[r], quad_sum(row_sum[r]), c);
-    const float inv = end.inv();
-    const int row = row_in_block + 8 * r;
-#pragma unroll
-    for (int dt = 0; dt < HD / 8; ++dt) {
-      const int chunk = dt / 8, unit = (dt % 8) ^ (row % 8);
-      *reinterpret_cast<uint32_t*>(sO + chunk * BM * 64 + row * 64 + unit * 8 + 2 * t) =
-          pack2<T>(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-    }
-    const int i = m0 + row;
-    if (p.lse && t == 0 && i < seq.q_len) p.lse[lse_index(p, seq, h, i)] = end.lse();
-  }
-  cutlass::arch::NamedBarrier::sync(128, 1 + cw);  // this warpgroup's rows are written
-  T* out = head_base<T>(p, p.out, b, h, true);
-  const int tid = static_cast<int>(threadIdx.x) % 128;
-  constexpr int kUnits = HD / 8;  // 16-byte units per row
-#pragma unroll
-  for (int pass = 0; pass < 64 * kUnits / 128; ++pass) {
-    const int u = pass * 128 + tid, row = wr0 + u / kUnits, col_unit = u % kUnits;
-    const int i = m0 + row;
-    if (i < seq.q_len) {
-      const int chunk = col_unit / 8, unit = (col_unit % 8) ^ (row % 8);
-      *reinterpret_cast<uint4*>(out + int64_t(i) * p.out.row_stride + col_unit * 8) =
-          *reinterpret_cast<const uint4*>(sO + chunk * BM * 64 + row * 64 + unit * 8);
-    }
+    ++tile_it;
   }
 }
 

@@ -17,13 +17,14 @@ class StandardScores;  // the ABI's score rule (score_policy.cuh)
 namespace attnrt::cuda::fa3 {
 
 // Rows of the Q box and keys of the K and V boxes of the forward's TMA loads: query rows per CTA
-// (two consumer warpgroups of 64) and keys per block. FlashAttention-3's tiles (tile_size.h):
-// wide key blocks where the accumulators leave room (head_dim 64: S takes 96 registers), narrow
-// ones where shared memory runs out (head_dim 256: Q 64 KB, each K and V stage 32 KB).
+// (a consumer warpgroup per 64) and keys per block. FlashAttention-3's tiles (tile_size.h): at
+// head_dim 64 three consumer warpgroups (192 rows), so each K/V block serves more rows and more
+// products are in flight per SM; narrow key blocks where shared memory runs out (head_dim 256:
+// Q 64 KB, each K and V stage 32 KB).
 template <int HD>
 struct ForwardTiles {
-  static constexpr int kBM = 128;
-  static constexpr int kBN = HD <= 64 ? 192 : HD <= 128 ? 128 : 64;
+  static constexpr int kBM = HD <= 64 ? 192 : 128;
+  static constexpr int kBN = HD <= 128 ? 128 : 64;
 };
 
 // q, k, v as boxes of 64 columns x ForwardTiles' rows (hopper::make_tensor_map).

@@ -71,6 +71,10 @@ class SinkPlugin {
   std::string supports(const attnrt_attention_desc& d) const { return HeadDims::gap(d.head_dim); }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
+#if ATTNRT_SINK_HOPPER
+    // The Hopper forward's tile counter (fa3_calls.hpp); the sm_80 forward needs none.
+    if (!backward) return Fa3::workspace_size(d, false);
+#endif
     return cuda::BackwardWorkspace::size(d, backward);  // both families' layout
   }
 

@@ -36,6 +36,7 @@ struct AttentionParams {
   float softmax_scale = 0;
   float softcap = 0;                            // 0: off
   int32_t window_left = -1, window_right = -1;  // causal folded into window_right = 0
+  int32_t* tile_counter = nullptr;              // forward workspace: a persistent grid's next tile (zeroed)
 };
 
 }  // namespace attnrt::cuda
