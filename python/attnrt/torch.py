@@ -120,11 +120,28 @@ def _workspace(n: Optional[int], backend, desc, backward: bool, threads: int, li
     return torch.empty(n + 255, dtype=torch.uint8, device=like.device)
 
 
+_functorch = torch._C._functorch
+
+
+def _plain(t: Tensor) -> Tensor:
+    """t without torch.func's grad-tracking wrappers (the memory is the wrapped tensor's), for
+    _FuncAttention under grad and vjp; a vmap batch in the backward is refused, not flattened (a
+    forward under vmap alone runs through the op and PyTorch's per-sample fallback)."""
+    while _functorch.is_functorch_wrapped_tensor(t):
+        if not _functorch.is_gradtrackingtensor(t):
+            raise NotImplementedError("attnrt.torch.attention's backward has no vmap rule (jacrev, vmap over grad): "
+                                      "take the gradients of the batch as a whole")
+        t = _functorch.get_unwrapped(t)
+    return t
+
+
 def _dl(t: Optional[Tensor], stream: int):
     # The call runs on `stream`, the current one, where PyTorch ordered t's producers. to_dlpack
     # refuses a tensor that requires grad; detach only those (a detach per tensor is 0.3 us).
     if t is None:
         return None
+    if _functorch_active():  # outputs allocated inside a torch.func transform come wrapped
+        t = _plain(t)
     return to_dlpack(t.detach() if t.requires_grad else t)
 
 
@@ -212,7 +229,8 @@ _forward.register_autograd(_grad, setup_context=_setup_context)
 
 class _Attention(torch.autograd.Function):
     """The same forward and backward as the ops' autograd formula, without the operator
-    dispatcher: what `attention` runs in eager mode (see _direct)."""
+    dispatcher: what `attention` runs in eager mode (see _direct). The forward takes ctx: the
+    setup_context form (_FuncAttention) costs about 16 us more per call."""
 
     @staticmethod
     def forward(ctx, q, k, v, sinks, *params):
@@ -223,6 +241,27 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, _dlse):
         return _grads(ctx, dout, _backward_impl)
+
+
+class _FuncAttention(torch.autograd.Function):
+    """_Attention in the form torch.func's grad and vjp accept (a separate setup_context; they
+    refuse the custom op's generated autograd.Function)."""
+
+    @staticmethod
+    def forward(q, k, v, sinks, *params):
+        return _forward_impl(q, k, v, sinks, *params)
+
+    setup_context = staticmethod(_setup_context)
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        return _grads(ctx, dout, _plain_backward)
+
+
+def _plain_backward(*args):
+    """_backward_impl on tensors that torch.func may have wrapped (saved under grad or vjp, dout
+    from its vjp function, also called after the transform has returned)."""
+    return _backward_impl(*(_plain(a) if isinstance(a, Tensor) else a for a in args))
 
 
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
@@ -245,6 +284,17 @@ def _direct(tensors) -> bool:
     if sinks is not None and type(sinks) is not Tensor:
         return False
     return q.is_cpu or q.is_cuda  # the others' devices are checked with the call's arguments
+
+
+def _under_grad_transform(tensors) -> bool:
+    """Whether a torch.func transform is active with nothing else that must see the op (as
+    _direct's other conditions): grad and vjp then run _FuncAttention. A forward under vmap alone
+    still goes to the op (PyTorch's per-sample fallback)."""
+    if torch.compiler.is_compiling() or _dispatch_modes is None or _dispatch_modes() > 0:
+        return False
+    if torch._C._is_torch_function_mode_enabled() or not _functorch_active():
+        return False
+    return all(t is None or type(t) is Tensor for t in tensors)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", softmax_scale: Optional[float] = None,
@@ -277,12 +327,13 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
         # The conversion is exact, and autograd casts dsinks back to the parameter's dtype.
         sinks = sinks.float()
     params = (implementation, float(softmax_scale), bool(causal), int(window_left), int(window_right), float(softcap))
-    if not _direct((q, k, v, sinks)):
-        out, lse = torch.ops.attnrt.forward(q, k, v, sinks, *params)
-    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, sinks)):
-        out, lse = _Attention.apply(q, k, v, sinks, *params)
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, sinks))
+    if _direct((q, k, v, sinks)):
+        out, lse = _Attention.apply(q, k, v, sinks, *params) if needs_grad else _forward_impl(q, k, v, sinks, *params)
+    elif needs_grad and _under_grad_transform((q, k, v, sinks)):
+        out, lse = _FuncAttention.apply(q, k, v, sinks, *params)
     else:
-        out, lse = _forward_impl(q, k, v, sinks, *params)
+        out, lse = torch.ops.attnrt.forward(q, k, v, sinks, *params)
     return (out, lse) if return_lse else out
 
 

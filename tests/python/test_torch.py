@@ -186,3 +186,38 @@ def test_dispatch_modes_and_subclasses_see_the_op():
         fq, fk, fv = (mode.from_tensor(t) for t in plain)
         fout = at.attention(fq, fk, fv, implementation="eager")
     assert tuple(fout.shape) == tuple(q.shape)
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_torch_func_grad_and_vjp_match_the_fp64_reference(implementation):
+    # torch.func.grad and vjp run attention through an autograd.Function with a separate
+    # setup_context (the custom op's generated one is refused by functorch); gradients are
+    # checked against the fp64 reference's, also when the vjp function runs after the transform.
+    q, k, v = make()
+    sinks = torch.randn(4)
+
+    def loss(q, k, sinks):
+        return (at.attention(q, k, v, implementation=implementation, causal=True, sinks=sinks) ** 2).sum()
+
+    gq, gk, gs = torch.func.grad(loss, argnums=(0, 1, 2))(q, k, sinks)
+    qr, kr, sr = (t.double().requires_grad_() for t in (q, k, sinks))
+    (reference(qr, kr, v, True, sinks=sr) ** 2).sum().backward()
+    for got, want in ((gq, qr.grad), (gk, kr.grad), (gs, sr.grad)):
+        assert (got.double() - want).abs().max().item() < 1e-4
+
+    out, vjp_fn = torch.func.vjp(lambda q: at.attention(q, k, v, implementation=implementation), q)
+    dout = torch.randn_like(out)
+    (gq_vjp,) = vjp_fn(dout)
+    qr = q.double().requires_grad_()
+    reference(qr, k, v, False).backward(dout.double())
+    assert (gq_vjp.double() - qr.grad).abs().max().item() < 1e-4
+
+
+def test_vmap_forward_loops_and_a_batched_backward_is_refused():
+    q, k, v = make()
+    batch = torch.stack([q, 2 * q])
+    out = torch.func.vmap(lambda q: at.attention(q, k, v, implementation="eager"))(batch)
+    for i in range(2):
+        assert (out[i].double() - reference(batch[i], k, v, False)).abs().max().item() < 1e-5
+    with pytest.raises(NotImplementedError, match="backward has no vmap rule"):
+        torch.func.jacrev(lambda q: at.attention(q, k, v, implementation="eager")[0, 0, 0, :3])(q)
