@@ -268,33 +268,32 @@ _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
 
 
-def _direct(tensors) -> bool:
-    """Whether `attention` may skip the custom op: the operator dispatcher's Python path costs
-    about 7 us a call on the development machine's CPU, a third of the whole call. Only for plain
-    tensors on cpu/cuda with nothing that must see the op: not under torch.compile (which traces
-    the op), a TorchDispatchMode (FakeTensorMode, FlopCounterMode, ...), a torch function mode or
-    a torch.func transform (grad, vmap), nor for tensor subclasses (DTensor, ...)."""
+def _op_unobserved(tensors) -> bool:
+    """Whether nothing but attnrt needs to see the op: not under torch.compile (which traces the
+    op), a TorchDispatchMode (FakeTensorMode, FlopCounterMode, ...) or a torch function mode, and
+    plain tensors, not subclasses (DTensor, ...)."""
     if torch.compiler.is_compiling() or _dispatch_modes is None or _dispatch_modes() > 0:
         return False
-    if torch._C._is_torch_function_mode_enabled() or _functorch_active():
+    if torch._C._is_torch_function_mode_enabled():
         return False
     q, k, v, sinks = tensors
     if type(q) is not Tensor or type(k) is not Tensor or type(v) is not Tensor:
         return False
-    if sinks is not None and type(sinks) is not Tensor:
-        return False
-    return q.is_cpu or q.is_cuda  # the others' devices are checked with the call's arguments
+    return sinks is None or type(sinks) is Tensor
+
+
+def _direct(tensors) -> bool:
+    """Whether `attention` may skip the custom op: the operator dispatcher's Python path costs
+    about 7 us a call on the development machine's CPU, a third of the whole call. When nothing
+    else sees the op (_op_unobserved), outside torch.func transforms, on cpu/cuda."""
+    return _op_unobserved(tensors) and not _functorch_active() and (tensors[0].is_cpu or tensors[0].is_cuda)
 
 
 def _under_grad_transform(tensors) -> bool:
-    """Whether a torch.func transform is active with nothing else that must see the op (as
-    _direct's other conditions): grad and vjp then run _FuncAttention. A forward under vmap alone
-    still goes to the op (PyTorch's per-sample fallback)."""
-    if torch.compiler.is_compiling() or _dispatch_modes is None or _dispatch_modes() > 0:
-        return False
-    if torch._C._is_torch_function_mode_enabled() or not _functorch_active():
-        return False
-    return all(t is None or type(t) is Tensor for t in tensors)
+    """Whether a torch.func transform is active with nothing else that sees the op: grad and vjp
+    then run _FuncAttention. A forward under vmap alone still goes to the op (PyTorch's
+    per-sample fallback)."""
+    return _functorch_active() and _op_unobserved(tensors)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", softmax_scale: Optional[float] = None,

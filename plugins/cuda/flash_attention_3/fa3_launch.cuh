@@ -14,15 +14,6 @@ namespace attnrt::cuda::fa3 {
 template <class T, int HD, class Policy>
 cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStream_t stream) {
   using C = ForwardConfig<HD>;
-  // Ping-pong on: +2-12% over taking turns freely at every measured shape but one (docs/perf.md).
-  auto dealt = forward_kernel<T, HD, Policy, true, false>;
-  auto claimed = forward_kernel<T, HD, Policy, true, true>;
-  // One CTA per SM: the tiles and their stages take most of the 227 KB; +1 KB to align the base.
-  const size_t smem = sizeof(ForwardSmem<T, HD, C::kBM, C::kBN, C::kStages, C::kOwnO>) + 1024;
-  for (auto kernel : {dealt, claimed}) {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
-  }
   // Persistent: one CTA per SM (or per tile, when there are fewer), each walking tiles
   // (forward_kernel). Tiles of one length are dealt out in turn, one pair's query blocks after
   // another. Where lengths differ the caller sets p.tile_counter (causal, windows, varlen: +3-7%
@@ -38,17 +29,21 @@ cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStrea
   if ((err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) return err;
   const bool uniform = p.window_left < 0 && p.window_right < 0 && !p.cu_seqlens_q && !p.seqused_k;
   const int64_t ctas = uniform || p.tile_counter ? std::min<int64_t>(tiles, sms) : tiles;
-  const unsigned grid = static_cast<unsigned>(ctas);
-  if (p.tile_counter && ctas < tiles) {
+  const bool claimed = p.tile_counter && ctas < tiles;
+  // Ping-pong on: +2-12% over taking turns freely at every measured shape but one (docs/perf.md).
+  auto kernel = claimed ? forward_kernel<T, HD, Policy, true, true> : forward_kernel<T, HD, Policy, true, false>;
+  // One CTA per SM: the tiles and their stages take most of the 227 KB; +1 KB to align the base.
+  const size_t smem = sizeof(ForwardSmem<T, HD, C::kBM, C::kBN, C::kStages, C::kOwnO>) + 1024;
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  int band = 1;
+  if (claimed) {
     const int pairs = p.heads_q * p.batch;
     const int64_t pair_bytes = int64_t(p.seqlen_k) * HD * 2 * sizeof(T) / (p.heads_q / p.heads_kv);
-    const int band =
-        static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+    band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
     if ((err = cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream)) != cudaSuccess) return err;
-    claimed<<<grid, C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, band);
-  } else {
-    dealt<<<grid, C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, 1);
   }
+  kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, band);
   return cudaGetLastError();
 }
 
