@@ -373,23 +373,39 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S_j = Q K_j^T is issued together
     // with O += P_(j-1) V_(j-1), and the softmax of S_j runs while that product is still in
     // flight; only the rescale of O waits for it. Blocks run last first (the masked ones).
+    // In the claimed-tile kernel (causal, windows, varlen), the first `skip` blocks may hold no
+    // key this warpgroup's rows see (under a causal mask, the tile's last key blocks for its first
+    // rows): the warpgroup only takes their turns and hands their buffers back, once loaded (an
+    // early arrival would count toward the stage's previous use). Its state afterwards is what
+    // processing them fully masked would leave. (In the dealt kernel, whose tiles have no such
+    // blocks, the same code cost 8% at hd64: bench/results/fa3-forward-2026-11-25/call12-skip.)
+    int skip = 0;
+    if constexpr (kDynamic) skip = keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
     hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
-    if (n_blocks > 0) {
-      hopper::TxBarrier::wait(&sm.k_full[stage_of(0)], phase_of(0));
+    for (int it = 0; it < skip; ++it) {
+      hopper::TxBarrier::wait(&sm.k_full[stage_of(it)], phase_of(it));
+      turn_begin();
+      turn_end();
+      if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(it)]);
+      hopper::TxBarrier::wait(&sm.v_full[stage_of(it)], phase_of(it));
+      if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[stage_of(it)]);
+    }
+    if (skip < n_blocks) {
+      hopper::TxBarrier::wait(&sm.k_full[stage_of(skip)], phase_of(skip));
       turn_begin();
       cute::warpgroup_arrive();
-      issue_s(stage_of(0));
+      issue_s(stage_of(skip));
       turn_end();
       cute::warpgroup_wait<0>();
       hopper::fence_operands(s_flat);
-      if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(0)]);
-      if (n_blocks == 1) release_q();
-      softmax((keys.hi - 1) * BN);
+      if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(skip)]);
+      if (skip == n_blocks - 1) release_q();
+      softmax((keys.hi - 1 - skip) * BN);
       to_p();
     } else {
       release_q();
     }
-    for (int it = 1; it < n_blocks; ++it) {
+    for (int it = skip + 1; it < n_blocks; ++it) {
       const int stage = stage_of(it), prev = stage_of(it - 1);
       hopper::TxBarrier::wait(&sm.k_full[stage], phase_of(it));
       hopper::TxBarrier::wait(&sm.v_full[prev], phase_of(it - 1));
@@ -410,7 +426,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       rescale_o();
       to_p();
     }
-    if (n_blocks > 0) {
+    if (skip < n_blocks) {
       const int last = stage_of(n_blocks - 1);
       hopper::TxBarrier::wait(&sm.v_full[last], phase_of(n_blocks - 1));
       turn_begin();
@@ -421,6 +437,9 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       hopper::fence_operands(o_flat);
       hopper::fence_operands(pa);
       if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[last]);
+    } else if (n_blocks > 0) {
+      turn_begin();  // the last product's turn, which every warpgroup takes
+      turn_end();
     }
     kv_it += n_blocks;
 
