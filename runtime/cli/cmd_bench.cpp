@@ -5,6 +5,7 @@
 // forward. Case names match ../shared/bench/torch_sdpa_anchors.py's so the two CSVs join.
 // q, k and v are 64 MiB each at the default 16k tokens x 2048 hidden: larger than the H100's
 // 50 MiB L2, so repeats do not run from cache and no input rotation is needed.
+#include "bench_support.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "table.hpp"
@@ -30,29 +31,6 @@
 namespace attnrt::cli {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-std::vector<int> split_ints(const std::string& s, const char* what) {
-  std::vector<int> out;
-  for (const std::string& x : split(s)) {
-    try {
-      out.push_back(std::stoi(x));
-    } catch (const std::exception&) {
-      throw Error(fmt::format("--{}: '{}' is not an integer", what, x));
-    }
-    if (out.back() <= 0) throw Error(fmt::format("--{}: {} must be positive", what, x));
-  }
-  return out;
-}
-
 // --decode: one decode step (seqlen_q 1, causal) of every sequence over its cached keys, in a
 // paged cache (shuffled pages) or a contiguous one (page size 0), reported as effective
 // bandwidth: the K and V bytes the step must read, over its time (FlashInfer's and the issue's
@@ -72,26 +50,14 @@ struct DecodeCache {
 };
 
 DecodeCache make_decode_cache(DLDevice device, DLDataType dt, size_t elements, uint64_t seed) {
-  // A random block of 4 Mi elements (normal, as make_workload's) repeated over the cache: the
-  // values only need to be realistic scores, the addresses are what the benchmark measures.
-  constexpr int64_t kBlock = int64_t(1) << 22;
-  HostTensor block({kBlock}, dt);
-  std::mt19937_64 rng(seed);
-  block.fill_normal(rng);
-  const size_t eb = block.nbytes() / size_t(kBlock), bytes = elements * eb;
-  std::vector<std::byte> host(bytes);
+  // A random block repeated over the cache: the values only need to be realistic scores, the
+  // addresses are what the benchmark measures.
+  const HostTensor block = random_block(dt, seed);
+  const size_t bytes = elements * (block.nbytes() / size_t(block.numel()));
   DecodeCache c{CudaBuffer(device, bytes), CudaBuffer(device, bytes)};
-  for (CudaBuffer* buf : {&c.k, &c.v}) {
-    // V starts at another offset into the block than K, so the two are not the same values.
-    size_t at = buf == &c.k ? 0 : size_t(kBlock / 3) * eb;
-    for (size_t done = 0; done < bytes;) {
-      const size_t n = std::min(bytes - done, block.nbytes() - at);
-      std::memcpy(host.data() + done, static_cast<const std::byte*>(block.data()) + at, n);
-      done += n;
-      at = 0;
-    }
-    buf->upload(host.data(), bytes);
-  }
+  upload_repeating(c.k, block);
+  // V starts at another offset into the block than K, so the two are not the same values.
+  upload_repeating(c.v, block, block.numel() / 3);
   return c;
 }
 
@@ -241,6 +207,8 @@ int decode_bench(const DeviceInfo& device, const CommonArgs& args, const BenchAr
 }  // namespace
 
 int bench_command(const CommonArgs& args, const BenchArgs& b) {
+  // Before any CUDA work: its launcher starts one process per GPU.
+  if (b.context_parallel > 0) return context_parallel_bench(args, b);
   Runtime rt(runtime_options(args));
   use_config_log_level(rt);
   const DeviceInfo device = rt.resolver().device();

@@ -50,10 +50,16 @@ struct BenchArgs {
   // head_dim] (vLLM's, the ABI's compact layout) or hnd [heads, tokens, head_dim] (FlashInfer's
   // HND; PyTorch's [batch, heads, keys, head_dim]), given to the plugin through strides.
   std::string kv_layouts = "nhd";
+  // --context-parallel N: ring attention on N GPUs against one (bench_context_parallel.cpp)
+  int context_parallel = 0;
+  std::string cp_layout = "zigzag";  // zigzag | contiguous
+  int cp_rank = -1;                  // set by the launcher for each rank it starts
+  std::string cp_id_file;            // where rank 0 leaves the NCCL unique id
 };
 
 int list_command(const CommonArgs& args);
 int bench_command(const CommonArgs& args, const BenchArgs& bench);
+int context_parallel_bench(const CommonArgs& args, const BenchArgs& bench);
 int resolve_command(const CommonArgs& args);
 int run_command(const CommonArgs& args);
 int check_command(const CommonArgs& args);

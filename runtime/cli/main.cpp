@@ -154,6 +154,19 @@ int main(int argc, char** argv) {
                    "With --decode: nhd ([tokens, heads, head_dim] per page) and/or hnd ([heads, tokens, head_dim] "
                    "per page, through strides), comma-separated")
       ->capture_default_str();
+  bench
+      ->add_option("--context-parallel", bench_args.context_parallel,
+                   "Ring attention on this many GPUs (one process each, NCCL) against one GPU on the same sequence; "
+                   "started by this command or by torchrun")
+      ->check(CLI::Range(2, 1024));
+  bench->add_option("--cp-layout", bench_args.cp_layout, "With --context-parallel: zigzag or contiguous shards")
+      ->capture_default_str();
+  bench
+      ->add_option("--cp-rank", bench_args.cp_rank,
+                   "With --context-parallel: this process's rank (set by the launcher)")
+      ->group("");
+  bench->add_option("--cp-id-file", bench_args.cp_id_file,
+                    "With --context-parallel: the file through which rank 0 passes the NCCL unique id");
   bench->add_option("--csv", bench_args.csv, "Also write case,backend,pass,ms,tflops,note rows to this file");
   bench->add_flag("--json", args.json, "Print JSON");
 

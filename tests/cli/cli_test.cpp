@@ -214,6 +214,25 @@ TEST(Cli, BenchTimesNamedBackendsAndWritesCsv) {
   EXPECT_TRUE(contains(bad.output, "--backends: no plugin named 'no_such_backend' is installed")) << bad.output;
 }
 
+// --context-parallel starts one process per rank; where a rank cannot run (no GPU here: CI has
+// none), the launcher reports which rank failed and stops the others instead of waiting for them.
+TEST(Cli, BenchContextParallelStartsOneProcessPerRankAndStopsOnAFailure) {
+  const auto r = run_cli("bench --context-parallel 2 --backends eager --hdim 32 --seqlen 64 --iterations 1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "device 'cuda:1' requested")) << r.output;  // rank 1 runs on cuda:1
+  EXPECT_TRUE(contains(r.output, "stopping the others")) << r.output;
+
+  const auto no_id = run_cli("bench --context-parallel 2 --cp-rank 1");
+  EXPECT_NE(no_id.exit_code, 0);
+  EXPECT_TRUE(contains(no_id.output, "--cp-rank needs --cp-id-file")) << no_id.output;
+  const auto one = run_cli("bench --context-parallel 1");
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_TRUE(contains(one.output, "--context-parallel")) << one.output;
+  const auto layout = run_cli("bench --context-parallel 2 --cp-rank 0 --cp-id-file /nonexistent/id --cp-layout ring");
+  EXPECT_NE(layout.exit_code, 0);
+  EXPECT_TRUE(contains(layout.output, "--cp-layout must be zigzag or contiguous, got 'ring'")) << layout.output;
+}
+
 TEST(Cli, ListShowsPluginsAndTheDeviceMatrix) {
   const auto r = run_cli("list --matrix");
   ASSERT_EQ(r.exit_code, 0) << r.output;
