@@ -152,6 +152,14 @@ def _nccl_transport(group, device: torch.device) -> "attnrt.Transport":
     return t
 
 
+def _forget(transport) -> None:
+    """Drops a cached NCCL transport after a ring call on it failed with another rank's failure
+    (DeviceError): its communicator may be aborted, and an aborted one is not reused (host_api.h);
+    the next call makes a new one. Refusals (raised before anything is sent) keep it."""
+    for key in [key for key, t in _transports.items() if t is transport]:
+        del _transports[key]
+
+
 def _transport_for(q: Tensor, group, transport) -> "attnrt.Transport":
     if transport is not None:
         if group is not None:
@@ -225,13 +233,27 @@ def _check_shards(q: Tensor, k: Tensor, v: Tensor) -> None:
                          f"{q.shape[0]}")
 
 
-def _ring_forward(ring, desc, threads, q, k, v, sinks):
+class _RingCall:
+    """What one call and its backward use: the ring, its transport, the global descriptor and
+    the CPU threads per block call."""
+
+    __slots__ = ("ring", "transport", "desc", "threads")
+
+    def __init__(self, ring, transport, desc, threads):
+        self.ring, self.transport, self.desc, self.threads = ring, transport, desc, threads
+
+
+def _ring_forward(call: _RingCall, q, k, v, sinks):
     b, sq, hq, _ = q.shape
     out = q.new_empty((b, sq, hq, v.shape[3]))
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     s = _at._stream(q)
-    ring.forward(desc, _at._dl(q, s), _at._dl(k, s), _at._dl(v, s), _at._dl(out, s), lse=_at._dl(lse, s),
-                 sinks=_at._dl(sinks, s), stream=s, num_threads=threads)
+    try:
+        call.ring.forward(call.desc, _at._dl(q, s), _at._dl(k, s), _at._dl(v, s), _at._dl(out, s),
+                          lse=_at._dl(lse, s), sinks=_at._dl(sinks, s), stream=s, num_threads=call.threads)
+    except attnrt.DeviceError:
+        _forget(call.transport)
+        raise
     return out, lse
 
 
@@ -240,9 +262,9 @@ class _RingAttention(torch.autograd.Function):
     takes part in one ring, so every rank must run it, as with any collective)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, sinks, ring, desc, threads):
-        out, lse = _ring_forward(ring, desc, threads, q, k, v, sinks)
-        ctx.ring, ctx.desc, ctx.threads = ring, desc, threads
+    def forward(ctx, q, k, v, sinks, call):
+        out, lse = _ring_forward(call, q, k, v, sinks)
+        ctx.call = call
         ctx.save_for_backward(q, k, v, out, lse, sinks)
         ctx.mark_non_differentiable(lse)
         return out, lse
@@ -253,10 +275,15 @@ class _RingAttention(torch.autograd.Function):
         dout = dout.contiguous()
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         s = _at._stream(q)
-        ctx.ring.backward(ctx.desc, _at._dl(dout, s), _at._dl(q, s), _at._dl(k, s), _at._dl(v, s), _at._dl(out, s),
-                          _at._dl(lse, s), _at._dl(dq, s), _at._dl(dk, s), _at._dl(dv, s), sinks=_at._dl(sinks, s),
-                          stream=s, num_threads=ctx.threads)
-        return dq, dk, dv, None, None, None, None
+        call = ctx.call
+        try:
+            call.ring.backward(call.desc, _at._dl(dout, s), _at._dl(q, s), _at._dl(k, s), _at._dl(v, s),
+                               _at._dl(out, s), _at._dl(lse, s), _at._dl(dq, s), _at._dl(dk, s), _at._dl(dv, s),
+                               sinks=_at._dl(sinks, s), stream=s, num_threads=call.threads)
+        except attnrt.DeviceError:
+            _forget(call.transport)
+            raise
+        return dq, dk, dv, None, None
 
 
 def _context_parallel_attention(q: Tensor, k: Tensor, v: Tensor, group=None, *, transport=None,
@@ -313,12 +340,11 @@ def _context_parallel_attention(q: Tensor, k: Tensor, v: Tensor, group=None, *, 
     t = _transport_for(q, group, transport)
     params = (float(softmax_scale), bool(causal), int(window_left), int(window_right), float(softcap))
     backend, desc = _resolve(q, k, v, t.world_size, sinks is not None, implementation, params)
-    ring = attnrt.Ring(backend, t, _LAYOUTS[layout])
-    threads = _threads(q, k)
+    call = _RingCall(attnrt.Ring(backend, t, _LAYOUTS[layout]), t, desc, _threads(q, k))
     if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v)):
-        out, lse = _RingAttention.apply(q, k, v, sinks, ring, desc, threads)
+        out, lse = _RingAttention.apply(q, k, v, sinks, call)
     else:
-        out, lse = _ring_forward(ring, desc, threads, q, k, v, sinks)
+        out, lse = _ring_forward(call, q, k, v, sinks)
     return (out, lse) if return_lse else out
 
 

@@ -224,3 +224,24 @@ def test_torch_compile_runs_it_as_a_graph_break_and_fullgraph_refuses_it():
             torch.compile(lambda q, k, v: f(q, k, v) + 1, backend="eager", fullgraph=True)(q, k, v)
     finally:
         torch._dynamo.reset()  # Dynamo's guards hold `t`
+
+
+def test_ranks_that_disagree_fail_instead_of_waiting():
+    # Rank 0 says the sequence is 24 long, rank 1 that it is 16: their first K/V messages differ
+    # in size; the receiving rank fails naming both sizes and aborts the group, so its partner
+    # fails too (attnrt.DeviceError with that reason) instead of waiting for the timeout.
+    errors = [None, None]
+
+    def rank(r, transport):
+        q, k, v, _ = make(b=1, s=12 if r == 0 else 8)
+        try:
+            at.context_parallel_attention(q, k, v, transport=transport, causal=True)
+        except attnrt.Error as e:
+            errors[r] = e
+
+    run_ranks(2, rank)
+    assert all(e is not None and "the receive expects" in str(e) for e in errors), errors
+    # Which rank receives the mismatched message first is up to the threads' timing.
+    aborted = [r for r in (0, 1) if isinstance(errors[r], attnrt.DeviceError)]
+    assert len(aborted) == 1, errors
+    assert f"rank {aborted[0]}: the group was aborted" in str(errors[aborted[0]]), errors
