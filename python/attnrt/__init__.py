@@ -6,6 +6,12 @@ The core (this module) depends on no framework: tensors are any object with ``__
 [batch, seqlen_k, heads_kv, head_dim(_v)], out like q, lse [batch, heads_q, seqlen_q] float32;
 the last dimension contiguous. ``attnrt.torch`` wraps this as PyTorch custom ops.
 
+Context parallelism (ring attention over a sequence split across ranks; docs/distributed.md):
+a :class:`Ring` made of a backend resolved for the global descriptor and a :class:`Transport`
+(this rank's end of an :class:`InProcessGroup`, ranks as threads, or of an NCCL communicator,
+``Transport.nccl`` from the 128 bytes of :func:`nccl_unique_id`) runs forward and backward on
+this rank's shard. ``attnrt.torch.context_parallel_attention`` is the PyTorch entry point.
+
 What the library says (which backend each resolution chose, every fallback reason) goes to the
 standard :mod:`logging` module, logger ``"attnrt"``, which like any library's prints nothing
 until the application configures logging (``logging.basicConfig(level=logging.INFO)``).
@@ -25,11 +31,16 @@ from ._attnrt import (  # noqa: F401
     DeviceError,
     DType,
     Error,
+    InProcessGroup,
     InternalError,
     InvalidArgumentError,
     OutOfMemoryError,
+    Ring,
+    RingLayout,
     Runtime,
+    Transport,
     UnsupportedError,
+    nccl_unique_id,
     status_string,
 )
 
@@ -40,12 +51,17 @@ __all__ = [
     "DeviceError",
     "DType",
     "Error",
+    "InProcessGroup",
     "InternalError",
     "InvalidArgumentError",
     "OutOfMemoryError",
+    "Ring",
+    "RingLayout",
     "Runtime",
+    "Transport",
     "UnsupportedError",
     "dlpack",
+    "nccl_unique_id",
     "status_string",
 ]
 

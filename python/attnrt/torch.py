@@ -17,6 +17,10 @@ tensors go over by ``torch.utils.dlpack.to_dlpack``, without ``__dlpack__``'s st
 a backend is resolved once per call shape and kept, with its workspace sizes. Under
 ``torch.autocast``, ``attention`` casts q/k/v to the autocast dtype, as PyTorch's own
 scaled_dot_product_attention is (it is on autocast's lower-precision list).
+
+``context_parallel_attention`` (with ``context_parallel_shard`` / ``_unshard``) runs attention
+over a sequence split across ranks, ring attention through libattnrt's ring
+(attnrt/_torch_context_parallel.py; docs/distributed.md).
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ from torch.utils.dlpack import to_dlpack
 
 import attnrt
 
-__all__ = ["attention", "backend_name", "num_threads"]
+__all__ = ["attention", "backend_name", "context_parallel_attention", "context_parallel_shard",
+           "context_parallel_unshard", "num_threads"]
 
 # CPU calls: threads per call (0: as many as torch.get_num_threads()), and the work (q rows times
 # k rows times heads) under which a call runs on one thread: forking a team for a tiny call costs
@@ -343,3 +348,11 @@ def backend_name(q: Tensor, k: Tensor, v: Tensor, implementation: str = "sdpa", 
                           bool(kwargs.get("causal", False)), int(kwargs.get("window_left", -1)),
                           int(kwargs.get("window_right", -1)), float(kwargs.get("softcap", 0.0)))
     return backend.name
+
+
+# Context parallelism (after the helpers above, which it uses).
+from ._torch_context_parallel import (  # noqa: E402
+    context_parallel_attention,
+    context_parallel_shard,
+    context_parallel_unshard,
+)

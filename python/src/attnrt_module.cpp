@@ -2,6 +2,8 @@
 // that speaks DLPack (an object with __dlpack__, or a "dltensor" capsule): the Python side
 // (attnrt/_core.py) asks the producer for the capsule on the caller's stream, so this module
 // never picks a stream by itself. No framework is imported here.
+#include "host_call.hpp"
+
 #include <attnrt/host_api.h>
 
 #include <nanobind/nanobind.h>
@@ -18,52 +20,17 @@
 #include <vector>
 
 namespace nb = nanobind;
+using attnrt_python::Backend;
+using attnrt_python::Call;
+using attnrt_python::check;
+using attnrt_python::Message;
+using attnrt_python::OptArray;
+using attnrt_python::StatusError;
 
 namespace {
 
 // attnrt.Error and one subclass per status (attnrt/_core.py re-exports them).
 std::array<PyObject*, 6> g_errors{};
-
-struct StatusError {
-  attnrt_status status;
-  std::string message;
-};
-
-struct Message {
-  char text[4096] = {0};
-  attnrt_message m{sizeof(attnrt_message), text, sizeof text};
-};
-
-void check(attnrt_status status, const Message& msg) {
-  if (status != ATTNRT_OK) throw StatusError{status, msg.text};
-}
-
-// A DLPack tensor held for the duration of a call: the ndarray keeps the producer's memory alive,
-// `dl` is what the host API reads (strides always given, in elements).
-struct Tensor {
-  nb::ndarray<> array;
-  std::vector<int64_t> strides;
-  DLTensor dl{};
-
-  Tensor(nb::ndarray<> a, const char* name) : array(std::move(a)) {
-    const size_t ndim = array.ndim();
-    strides.resize(ndim);
-    int64_t expected = 1;
-    for (size_t i = ndim; i-- > 0;) {
-      strides[i] = array.stride_ptr() ? array.stride_ptr()[i] : expected;
-      expected *= array.shape(i);
-    }
-    dl.data = const_cast<void*>(array.data());
-    dl.device = DLDevice{static_cast<DLDeviceType>(array.device_type()), array.device_id()};
-    dl.ndim = static_cast<int32_t>(ndim);
-    const nb::dlpack::dtype t = array.dtype();
-    dl.dtype = DLDataType{t.code, t.bits, t.lanes};
-    dl.shape = const_cast<int64_t*>(array.shape_ptr());
-    dl.strides = strides.data();
-    dl.byte_offset = 0;
-    (void)name;
-  }
-};
 
 // The Python callable libattnrt's messages go to (attnrt/__init__.py: the `logging` module), or
 // null. Owned here; replaced only with the GIL released, since attnrt_set_log_callback waits for
@@ -90,18 +57,6 @@ void set_log_target(nb::object fn) {
   delete old;
 }
 
-using OptArray = std::optional<nb::ndarray<>>;
-
-struct Call {
-  std::vector<Tensor> held;
-  Call() { held.reserve(20); }
-  DLTensor* add(const OptArray& a, const char* name) {
-    if (!a) return nullptr;
-    held.emplace_back(*a, name);
-    return &held.back().dl;
-  }
-};
-
 struct Runtime {
   attnrt_runtime* rt = nullptr;
   explicit Runtime(std::optional<std::string> config_path, std::vector<std::string> overrides) {
@@ -122,15 +77,6 @@ struct Runtime {
     }
     return out;
   }
-};
-
-struct Backend {
-  attnrt_backend_handle* handle = nullptr;
-  explicit Backend(attnrt_backend_handle* h) : handle(h) {}
-  ~Backend() { attnrt_backend_release(handle); }
-  Backend(const Backend&) = delete;
-  Backend& operator=(const Backend&) = delete;
-  std::string name() const { return attnrt_backend_name(handle); }
 };
 
 // The caller's workspace: a byte buffer (any DLPack tensor on the call's device) that is
@@ -272,8 +218,20 @@ NB_MODULE(_attnrt, m) {
           nb::arg("desc"), nb::arg("value").none() = nb::none(), nb::arg("site") = "attn_implementation",
           "Resolves value (None: the site's configured one) for desc; fills desc's device.");
 
+  attnrt_python::bind_context_parallel(m);
+
   nb::class_<Backend>(m, "Backend")
       .def_prop_ro("name", &Backend::name)
+      .def(
+          "context_parallel",
+          [](const Backend& self) {
+            int32_t size = 1;
+            attnrt_ring_layout layout = ATTNRT_RING_ZIGZAG;
+            Message msg;
+            check(attnrt_backend_context_parallel(self.handle, &size, &layout, &msg.m), msg);
+            return std::make_tuple(size, layout);
+          },
+          "(size, RingLayout) that attnrt.context_parallel asks of this backend's site (size 1: none)")
       .def(
           "workspace_size",
           [](Backend& self, const attnrt_attention_desc& desc, bool backward, int32_t num_threads) {
@@ -293,17 +251,17 @@ NB_MODULE(_attnrt, m) {
             Call c;
             attnrt_forward_args a{};
             a.struct_size = sizeof a;
-            a.q = c.add(q, "q");
-            a.k = c.add(k, "k");
-            a.v = c.add(v, "v");
-            a.out = c.add(out, "out");
-            a.lse = c.add(lse, "lse");
-            a.sinks = c.add(sinks, "sinks");
-            a.alibi_slopes = c.add(alibi_slopes, "alibi_slopes");
-            a.cu_seqlens_q = c.add(cu_seqlens_q, "cu_seqlens_q");
-            a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
-            a.seqused_k = c.add(seqused_k, "seqused_k");
-            a.block_table = c.add(block_table, "block_table");
+            a.q = c.add(q);
+            a.k = c.add(k);
+            a.v = c.add(v);
+            a.out = c.add(out);
+            a.lse = c.add(lse);
+            a.sinks = c.add(sinks);
+            a.alibi_slopes = c.add(alibi_slopes);
+            a.cu_seqlens_q = c.add(cu_seqlens_q);
+            a.cu_seqlens_k = c.add(cu_seqlens_k);
+            a.seqused_k = c.add(seqused_k);
+            a.block_table = c.add(block_table);
             call_backend(self, desc, a, workspace, stream, num_threads, attnrt_backend_forward,
                          attnrt_backend_forward_with_workspace);
           },
@@ -323,22 +281,22 @@ NB_MODULE(_attnrt, m) {
             Call c;
             attnrt_backward_args a{};
             a.struct_size = sizeof a;
-            a.dout = c.add(dout, "dout");
-            a.q = c.add(q, "q");
-            a.k = c.add(k, "k");
-            a.v = c.add(v, "v");
-            a.out = c.add(out, "out");
-            a.lse = c.add(lse, "lse");
-            a.dq = c.add(dq, "dq");
-            a.dk = c.add(dk, "dk");
-            a.dv = c.add(dv, "dv");
-            a.dsinks = c.add(dsinks, "dsinks");
-            a.sinks = c.add(sinks, "sinks");
-            a.alibi_slopes = c.add(alibi_slopes, "alibi_slopes");
-            a.cu_seqlens_q = c.add(cu_seqlens_q, "cu_seqlens_q");
-            a.cu_seqlens_k = c.add(cu_seqlens_k, "cu_seqlens_k");
-            a.seqused_k = c.add(seqused_k, "seqused_k");
-            a.block_table = c.add(block_table, "block_table");
+            a.dout = c.add(dout);
+            a.q = c.add(q);
+            a.k = c.add(k);
+            a.v = c.add(v);
+            a.out = c.add(out);
+            a.lse = c.add(lse);
+            a.dq = c.add(dq);
+            a.dk = c.add(dk);
+            a.dv = c.add(dv);
+            a.dsinks = c.add(dsinks);
+            a.sinks = c.add(sinks);
+            a.alibi_slopes = c.add(alibi_slopes);
+            a.cu_seqlens_q = c.add(cu_seqlens_q);
+            a.cu_seqlens_k = c.add(cu_seqlens_k);
+            a.seqused_k = c.add(seqused_k);
+            a.block_table = c.add(block_table);
             call_backend(self, desc, a, workspace, stream, num_threads, attnrt_backend_backward,
                          attnrt_backend_backward_with_workspace);
           },
@@ -356,11 +314,11 @@ NB_MODULE(_attnrt, m) {
             Call c;
             attnrt_append_kv_args a{};
             a.struct_size = sizeof a;
-            a.k_new = c.add(k_new, "k_new");
-            a.v_new = c.add(v_new, "v_new");
-            a.slot_mapping = c.add(slot_mapping, "slot_mapping");
-            a.k_cache = c.add(k_cache, "k_cache");
-            a.v_cache = c.add(v_cache, "v_cache");
+            a.k_new = c.add(k_new);
+            a.v_new = c.add(v_new);
+            a.slot_mapping = c.add(slot_mapping);
+            a.k_cache = c.add(k_cache);
+            a.v_cache = c.add(v_cache);
             const attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
             Message msg;
             attnrt_status status;

@@ -1,0 +1,91 @@
+// What the extension module's source files share: a status turned into a C++ exception (the
+// module's translator makes it attnrt.Error's subclass for the status), a message buffer, DLPack
+// tensors held for one call, and the resolved-backend handle that rings are made from.
+#ifndef ATTNRT_PYTHON_HOST_CALL_HPP_
+#define ATTNRT_PYTHON_HOST_CALL_HPP_
+
+#include <attnrt/host_api.h>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnrt_python {
+
+namespace nb = nanobind;
+
+struct StatusError {
+  attnrt_status status;
+  std::string message;
+};
+
+struct Message {
+  char text[4096] = {0};
+  attnrt_message m{sizeof(attnrt_message), text, sizeof text};
+};
+
+inline void check(attnrt_status status, const Message& msg) {
+  if (status != ATTNRT_OK) throw StatusError{status, msg.text};
+}
+
+// A DLPack tensor held for the duration of a call: the ndarray keeps the producer's memory alive,
+// `dl` is what the host API reads (strides always given, in elements).
+struct Tensor {
+  nb::ndarray<> array;
+  std::vector<int64_t> strides;
+  DLTensor dl{};
+
+  explicit Tensor(nb::ndarray<> a) : array(std::move(a)) {
+    const size_t ndim = array.ndim();
+    strides.resize(ndim);
+    int64_t expected = 1;
+    for (size_t i = ndim; i-- > 0;) {
+      strides[i] = array.stride_ptr() ? array.stride_ptr()[i] : expected;
+      expected *= array.shape(i);
+    }
+    dl.data = const_cast<void*>(array.data());
+    dl.device = DLDevice{static_cast<DLDeviceType>(array.device_type()), array.device_id()};
+    dl.ndim = static_cast<int32_t>(ndim);
+    const nb::dlpack::dtype t = array.dtype();
+    dl.dtype = DLDataType{t.code, t.bits, t.lanes};
+    dl.shape = const_cast<int64_t*>(array.shape_ptr());
+    dl.strides = strides.data();
+    dl.byte_offset = 0;
+  }
+};
+
+using OptArray = std::optional<nb::ndarray<>>;
+
+// The tensors of one call (at most 20: the backward arguments' count), kept where they are.
+struct Call {
+  std::vector<Tensor> held;
+  Call() { held.reserve(20); }
+  DLTensor* add(const OptArray& a) {
+    if (!a) return nullptr;
+    held.emplace_back(*a);
+    return &held.back().dl;
+  }
+};
+
+// A resolved backend (attnrt_resolve's handle), released with the Python object; a ring made
+// from it keeps the backend itself alive (host_api.h).
+struct Backend {
+  attnrt_backend_handle* handle = nullptr;
+  explicit Backend(attnrt_backend_handle* h) : handle(h) {}
+  ~Backend() { attnrt_backend_release(handle); }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  std::string name() const { return attnrt_backend_name(handle); }
+};
+
+// ring_bindings.cpp: InProcessGroup, Transport, Ring, RingLayout and nccl_unique_id.
+void bind_context_parallel(nb::module_& m);
+
+}  // namespace attnrt_python
+
+#endif  // ATTNRT_PYTHON_HOST_CALL_HPP_
