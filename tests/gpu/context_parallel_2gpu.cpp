@@ -39,6 +39,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -128,9 +129,10 @@ struct Result {
   std::string name;
   bool passed = false;
   std::string note;
-  Errors ring_vs_single, ring_vs_ref, single_vs_ref, ref_max;
+  Errors ring_vs_single, ring_vs_ref, single_vs_ref, eager_vs_ref, ref_max, single_max;
   unsigned long long nonfinite = 0;
   double single_fwd_ms = 0, single_bwd_ms = 0, ring_fwd_ms = 0, ring_bwd_ms = 0;
+  double nocomm_fwd_ms = 0, nocomm_bwd_ms = 0;  // the ring with NoTransfer
 };
 
 // Sampled global positions: chunk edges, the ends, and hashed ones.
@@ -182,6 +184,27 @@ class Timer {
  private:
   cudaStream_t s_;
   cudaEvent_t a_{}, b_{};
+};
+
+// A transport that moves nothing (its "received" blocks are stale): the ring's time with the
+// communication taken out, to show how much of the NCCL transfers the compute hides. Timing only.
+class NoTransfer final : public cp::Transport {
+ public:
+  NoTransfer(int rank, int world) : rank_(rank), world_(world) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string name() const override { return "no-transfer"; }
+  std::unique_ptr<cp::PendingExchange> exchange(std::span<const cp::Transfer>, std::span<const cp::Transfer>,
+                                                void*) override {
+    struct Done final : cp::PendingExchange {
+      void wait() override {}
+    };
+    return std::make_unique<Done>();
+  }
+  void abort(const std::string&) override {}
+
+ private:
+  int rank_, world_;
 };
 
 class Rank {
@@ -379,11 +402,22 @@ Result Rank::run(const Case& c) {
       cp_test::max_diff_rows(sdq.p, dq1.p, false, shard, q_row, st, chunk, dd + 2, nf, stream_);
       cp_test::max_diff_rows(sdk.p, dk1.p, false, shard, kv_row, st, chunk, dd + 3, nf, stream_);
       cp_test::max_diff_rows(sdv.p, dv1.p, false, shard, kv_row, st, chunk, dd + 4, nf, stream_);
+      DeviceBuffer maxima(5 * sizeof(double));
+      check(cudaMemsetAsync(maxima.p, 0, maxima.bytes, stream_), "memset");
+      double* mx = maxima.as<double>();
+      cp_test::max_abs(out1.p, false, S * q_row, mx + 0, stream_);
+      cp_test::max_abs(lse1.p, true, S * c.heads_q, mx + 1, stream_);
+      cp_test::max_abs(dq1.p, false, S * q_row, mx + 2, stream_);
+      cp_test::max_abs(dk1.p, false, S * kv_row, mx + 3, stream_);
+      cp_test::max_abs(dv1.p, false, S * kv_row, mx + 4, stream_);
+      double hm[5];
+      check(cudaMemcpyAsync(hm, mx, sizeof hm, cudaMemcpyDeviceToHost, stream_), "copy");
       double h[5];
       check(cudaMemcpyAsync(h, dd, sizeof h, cudaMemcpyDeviceToHost, stream_), "copy");
       check(cudaMemcpyAsync(&res.nonfinite, nf, sizeof res.nonfinite, cudaMemcpyDeviceToHost, stream_), "copy");
       check(cudaStreamSynchronize(stream_), "sync");
       res.ring_vs_single = {h[0], h[1], h[2], h[3], h[4]};
+      res.single_max = {hm[0], hm[1], hm[2], hm[3], hm[4]};
     }
   }
 
@@ -413,6 +447,13 @@ Result Rank::run(const Case& c) {
                           ref_lse.as<double>(), ref_dq.as<double>(), stream_);
   cp_test::reference_cols(p, q.p, k.p, v.p, dout.p, out1.p, lse1.as<float>(), cols_dev.as<int64_t>(), C,
                           ref_dk.as<double>(), ref_dv.as<double>(), stream_);
+  // The rule's baseline: bf16 eager attention on the same samples (docs/gpu.md).
+  DeviceBuffer eager_out(R * q_row * 8), eager_lse(R * c.heads_q * 8), eager_dq(R * q_row * 8),
+      eager_dk(C * kv_row * 8), eager_dv(C * kv_row * 8);
+  cp_test::eager_rows(p, q.p, k.p, v.p, dout.p, rows_dev.as<int64_t>(), R, eager_out.as<double>(),
+                      eager_lse.as<double>(), eager_dq.as<double>(), stream_);
+  cp_test::eager_cols(p, q.p, k.p, v.p, dout.p, out1.p, lse1.as<float>(), cols_dev.as<int64_t>(), C,
+                      eager_dk.as<double>(), eager_dv.as<double>(), stream_);
   check(cudaStreamSynchronize(stream_), "reference");
   auto host = [](const DeviceBuffer& b) {
     std::vector<double> h(b.bytes / 8);
@@ -455,30 +496,57 @@ Result Rank::run(const Case& c) {
                      row_err(sdq.p, row_local, q_row, h_dq), row_err(sdk.p, col_local, kv_row, h_dk),
                      row_err(sdv.p, col_local, kv_row, h_dv)};
   res.ref_max = {max_abs_ref(h_out), max_abs_ref(h_lse), max_abs_ref(h_dq), max_abs_ref(h_dk), max_abs_ref(h_dv)};
+  auto host_err = [](const std::vector<double>& x, const std::vector<double>& ref) {
+    double worst = 0;
+    for (size_t e = 0; e < x.size(); ++e) {
+      const double diff = std::abs(x[e] - ref[e]);
+      worst = std::max(worst, std::isfinite(diff) ? diff : INFINITY);
+    }
+    return worst;
+  };
+  res.eager_vs_ref = {host_err(host(eager_out), h_out), host_err(host(eager_lse), h_lse),
+                      host_err(host(eager_dq), h_dq), host_err(host(eager_dk), h_dk), host_err(host(eager_dv), h_dv)};
 
-  // FlashAttention's rule, (b): ring <= 2 x single + floor (floor: 1e-5 + 2^-12 of the reference's
-  // largest magnitude, a quarter of a bf16 unit there). (a): the ring within the same budget of the
-  // single-GPU result on every element: |ring - single| <= |ring - ref| + |single - ref|.
+  // (b) FlashAttention's rule (docs/gpu.md): the ring's error against fp64 <= 2 x bf16 eager's +
+  // a floor (1e-5 + 2^-12 of the reference's largest magnitude: a quarter of a bf16 unit there).
+  // The single-GPU kernel's error is reported beside it (it is held to the same rule elsewhere).
+  // (a) Every element of the shard against the single-GPU result: within 4 bf16 units of the
+  // tensor's largest magnitude (2^-5 of it; LSE, fp32 in both: 1e-4): no row merged, sent or
+  // accumulated wrongly. Both roundings differ by design (the ring rounds each block's partial
+  // out and gradients to bf16 before the fp32 sums), so the exact comparison is (b)'s.
   std::vector<std::string> fails;
   const char* names[5] = {"out", "lse", "dq", "dk", "dv"};
-  const double* rv_[5] = {&res.ring_vs_ref.out, &res.ring_vs_ref.lse, &res.ring_vs_ref.dq, &res.ring_vs_ref.dk,
-                          &res.ring_vs_ref.dv};
-  const double* sv_[5] = {&res.single_vs_ref.out, &res.single_vs_ref.lse, &res.single_vs_ref.dq, &res.single_vs_ref.dk,
-                          &res.single_vs_ref.dv};
-  const double* av_[5] = {&res.ring_vs_single.out, &res.ring_vs_single.lse, &res.ring_vs_single.dq,
-                          &res.ring_vs_single.dk, &res.ring_vs_single.dv};
-  const double* mv_[5] = {&res.ref_max.out, &res.ref_max.lse, &res.ref_max.dq, &res.ref_max.dk, &res.ref_max.dv};
+  auto at = [](const Errors& e, int i) {
+    const double values[5] = {e.out, e.lse, e.dq, e.dk, e.dv};
+    return values[i];
+  };
   for (int i = 0; i < 5; ++i) {
-    const double floor = 1e-5 + std::ldexp(*mv_[i], -12);
-    if (!(*rv_[i] <= 2 * *sv_[i] + floor)) {
-      fails.push_back(fmt::format("{} vs fp64 {:.3g} > 2 x {:.3g} + {:.2g}", names[i], *rv_[i], *sv_[i], floor));
+    const double floor = 1e-5 + std::ldexp(at(res.ref_max, i), -12);
+    const double err = at(res.ring_vs_ref, i), eager = at(res.eager_vs_ref, i);
+    if (!(err <= 2 * eager + floor)) {
+      fails.push_back(fmt::format("{} vs fp64 {:.3g} > 2 x eager {:.3g} + {:.2g}", names[i], err, eager, floor));
     }
-    if (!(*av_[i] <= 4 * *sv_[i] + 2 * floor)) {
-      fails.push_back(fmt::format("{} vs single {:.3g} > 4 x {:.3g} + {:.2g}", names[i], *av_[i], *sv_[i], 2 * floor));
-    }
+    const double diff = at(res.ring_vs_single, i), bar = i == 1 ? 1e-4 : std::ldexp(at(res.single_max, i), -5);
+    if (!(diff <= bar)) fails.push_back(fmt::format("{} vs single {:.3g} > {:.3g}", names[i], diff, bar));
   }
   if (res.nonfinite != 0) fails.push_back(fmt::format("{} non-finite outputs", res.nonfinite));
   if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
+  {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
+    NoTransfer none(rank_, kWorld);
+    cp::RingAttention local(*backend, none, {c.layout, 0, stream_, nullptr});
+    for (int run = 0; run < 2; ++run) {
+      Timer timer(stream_);
+      check(cudaStreamSynchronize(stream_), "sync");
+      timer.start();
+      local.forward(desc, fa);
+      const double f = timer.stop_ms();
+      timer.start();
+      local.backward(desc, ba);
+      const double b = timer.stop_ms();
+      if (run == 1) res.nocomm_fwd_ms = f, res.nocomm_bwd_ms = b;
+    }
+  }
+
   res.passed = fails.empty();
   res.note = fmt::format("{} rows, {} cols sampled", R, C);
   for (const auto& f : fails) res.note += "; " + f;
@@ -533,22 +601,31 @@ bool Rank::bad_shard_case() {
   return error.find("NCCL transport") != std::string::npos;
 }
 
-// One line per case and rank: each tensor's error against fp64 as ring/single-GPU, the largest
-// ring - single-GPU difference relative to the single-GPU error, the timed run's milliseconds
-// (forward/backward), and why a case failed. The CSV has every number.
+// One line per case and rank: each tensor's error against fp64 as ring/single-GPU/eager, check
+// (a)'s largest difference as a fraction of its bar, the timed runs' milliseconds (forward/
+// backward: one GPU on the whole sequence, the ring, the ring without transfers), and why a case
+// failed. The CSV has every number.
 std::string row(const Result& r, int rank) {
-  auto pair = [](double ring, double single) { return fmt::format("{:.1e}/{:.1e}", ring, single); };
-  const double ratio = std::max({r.ring_vs_single.out / std::max(r.single_vs_ref.out, 1e-30),
-                                 r.ring_vs_single.dq / std::max(r.single_vs_ref.dq, 1e-30),
-                                 r.ring_vs_single.dk / std::max(r.single_vs_ref.dk, 1e-30),
-                                 r.ring_vs_single.dv / std::max(r.single_vs_ref.dv, 1e-30)});
+  auto triple = [&](double ring, double single, double eager) {
+    return fmt::format("{:.1e}/{:.1e}/{:.1e}", ring, single, eager);
+  };
+  // (a)'s largest difference as a fraction of its bar (2^-5 of the tensor's largest magnitude).
+  double a_frac = 0;
+  for (auto [diff, mag] : {std::pair{r.ring_vs_single.out, r.single_max.out},
+                           {r.ring_vs_single.dq, r.single_max.dq},
+                           {r.ring_vs_single.dk, r.single_max.dk},
+                           {r.ring_vs_single.dv, r.single_max.dv}}) {
+    a_frac = std::max(a_frac, diff / std::max(std::ldexp(mag, -5), 1e-30));
+  }
   return fmt::format(
-      "{:<34} r{} {} out {} lse {} dq {} dk {} dv {} |ring-1gpu|/err1gpu {:.2f} ms 1gpu {:.1f}/{:.1f} "
-      "ring {:.1f}/{:.1f}{}",
-      r.name, rank, r.passed ? "PASS" : "FAIL", pair(r.ring_vs_ref.out, r.single_vs_ref.out),
-      pair(r.ring_vs_ref.lse, r.single_vs_ref.lse), pair(r.ring_vs_ref.dq, r.single_vs_ref.dq),
-      pair(r.ring_vs_ref.dk, r.single_vs_ref.dk), pair(r.ring_vs_ref.dv, r.single_vs_ref.dv), ratio, r.single_fwd_ms,
-      r.single_bwd_ms, r.ring_fwd_ms, r.ring_bwd_ms, r.passed ? "" : " | " + r.note);
+      "{:<34} r{} {} out {} lse {} dq {} dk {} dv {} | (a) {:.2f} of bar | ms 1gpu {:.1f}/{:.1f} ring "
+      "{:.1f}/{:.1f} no-comm {:.1f}/{:.1f}{}",
+      r.name, rank, r.passed ? "PASS" : "FAIL", triple(r.ring_vs_ref.out, r.single_vs_ref.out, r.eager_vs_ref.out),
+      triple(r.ring_vs_ref.lse, r.single_vs_ref.lse, r.eager_vs_ref.lse),
+      triple(r.ring_vs_ref.dq, r.single_vs_ref.dq, r.eager_vs_ref.dq),
+      triple(r.ring_vs_ref.dk, r.single_vs_ref.dk, r.eager_vs_ref.dk),
+      triple(r.ring_vs_ref.dv, r.single_vs_ref.dv, r.eager_vs_ref.dv), a_frac, r.single_fwd_ms, r.single_bwd_ms,
+      r.ring_fwd_ms, r.ring_bwd_ms, r.nocomm_fwd_ms, r.nocomm_bwd_ms, r.passed ? "" : " | " + r.note);
 }
 
 int rank_main(int rank, const fs::path& dir, const std::string& filter, bool quick, double timeout_s) {
@@ -557,8 +634,9 @@ int rank_main(int rank, const fs::path& dir, const std::string& filter, bool qui
     Rank r(rank, dir, timeout_s);
     std::ofstream csv(dir / fmt::format("rank{}.csv", rank));
     csv << "case,rank,passed,ring_ref_out,ring_ref_lse,ring_ref_dq,ring_ref_dk,ring_ref_dv,single_ref_out,"
-           "single_ref_lse,single_ref_dq,single_ref_dk,single_ref_dv,ring_single_out,ring_single_lse,ring_single_dq,"
-           "ring_single_dk,ring_single_dv,single_fwd_ms,single_bwd_ms,ring_fwd_ms,ring_bwd_ms,note\n";
+           "single_ref_lse,single_ref_dq,single_ref_dk,single_ref_dv,eager_ref_out,eager_ref_lse,eager_ref_dq,"
+           "eager_ref_dk,eager_ref_dv,ring_single_out,ring_single_lse,ring_single_dq,ring_single_dk,ring_single_dv,"
+           "single_fwd_ms,single_bwd_ms,ring_fwd_ms,ring_bwd_ms,nocomm_fwd_ms,nocomm_bwd_ms,note\n";
     for (const Case& c : cases(quick)) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
       Result res;
@@ -572,12 +650,13 @@ int rank_main(int rank, const fs::path& dir, const std::string& filter, bool qui
       }
       if (!res.passed) ++failures;
       r.say(row(res, rank));
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", res.name, rank,
-                         res.passed ? 1 : 0, res.ring_vs_ref.out, res.ring_vs_ref.lse, res.ring_vs_ref.dq,
-                         res.ring_vs_ref.dk, res.ring_vs_ref.dv, res.single_vs_ref.out, res.single_vs_ref.lse,
-                         res.single_vs_ref.dq, res.single_vs_ref.dk, res.single_vs_ref.dv, res.ring_vs_single.out,
-                         res.ring_vs_single.lse, res.ring_vs_single.dq, res.ring_vs_single.dk, res.ring_vs_single.dv,
-                         res.single_fwd_ms, res.single_bwd_ms, res.ring_fwd_ms, res.ring_bwd_ms, res.note);
+      std::string line = fmt::format("{},{},{}", res.name, rank, res.passed ? 1 : 0);
+      for (const Errors* e : {&res.ring_vs_ref, &res.single_vs_ref, &res.eager_vs_ref, &res.ring_vs_single}) {
+        line += fmt::format(",{},{},{},{},{}", e->out, e->lse, e->dq, e->dk, e->dv);
+      }
+      line += fmt::format(",{},{},{},{},{},{},\"{}\"\n", res.single_fwd_ms, res.single_bwd_ms, res.ring_fwd_ms,
+                          res.ring_bwd_ms, res.nocomm_fwd_ms, res.nocomm_bwd_ms, res.note);
+      csv << line;
       csv.flush();
     }
     if (filter.empty() || std::string("bad_shard").find(filter) != std::string::npos) {

@@ -162,10 +162,17 @@ __global__ void reference_rows_merge(Problem p, const void* dout, const int64_t*
   if (t == 0) lse_out[int64_t(rr) * hq + h] = M + log(L);
 }
 
-// dk, dv of one key column j and kv head, from one q head of its group (blockIdx.z) and one span
-// of query rows (blockIdx.y), added with fp64 atomics into dk, dv (zeroed by the caller).
+__device__ __forceinline__ double bf16r(double x) { return double(__bfloat162float(__float2bfloat16_rn(float(x)))); }
+
+// dk, dv of one key column j from one q head h (blockIdx.z: h's place in its kv group) and one
+// span of query rows (blockIdx.y), added with fp64 atomics into per-q-head sums dk_h, dv_h
+// [C, hq, d] (zeroed by the caller; cols_finish reduces the group). Exact: dv_h = sum_i p_ij dout_i,
+// dk_h = sum_i p_ij (dp_ij - D_i) q_i (times scale later). Eager (emulate): the same sums with the
+// roundings of PyTorch's bf16 attention (FlashAttention's attention_ref): scores bf16(bf16(q
+// scale) . k), P = bf16(softmax), dP = bf16(dout . v), dS = bf16(P (dP - D)).
 __global__ void reference_cols_kernel(Problem p, const void* q, const void* k, const void* v, const void* dout,
-                                      const void* out, const float* lse, const int64_t* cols, double* dk, double* dv) {
+                                      const void* out, const float* lse, const int64_t* cols, bool emulate,
+                                      double* dk_h, double* dv_h) {
   __shared__ double ks[kThreads], vs[kThreads], P[kThreads], G[kThreads];
   const int hq = p.heads_q, hkv = p.heads_kv, d = p.head_dim, t = threadIdx.x;
   const int cc = blockIdx.x / hkv, g = blockIdx.x % hkv, group = hq / hkv;
@@ -180,6 +187,8 @@ __global__ void reference_cols_kernel(Problem p, const void* q, const void* k, c
   ks[t] = t < d ? ld(k, (j * hkv + g) * d + t) : 0.0;
   vs[t] = t < d ? ld(v, (j * hkv + g) * d + t) : 0.0;
   __syncthreads();
+  const double scale = double(p.scale);
+  auto q_at = [&](int64_t at) { return emulate ? bf16r(ld(q, at) * scale) : ld(q, at); };
   double dk_c = 0, dv_c = 0;
   for (int64_t base = lo; base <= hi; base += kThreads) {
     const int64_t i = base + t;
@@ -188,13 +197,15 @@ __global__ void reference_cols_kernel(Problem p, const void* q, const void* k, c
       for (int c = 0; c < d; ++c) {
         const int64_t at = (i * hq + h) * d + c;
         const double dout_c = ld(dout, at);
-        s += ld(q, at) * ks[c];
+        s += q_at(at) * ks[c];
         dp += dout_c * vs[c];
         D += dout_c * ld(out, at);
       }
-      const double prob = exp(s * double(p.scale) - double(lse[int64_t(h) * S + i]));
+      s = emulate ? bf16r(s) : s * scale;
+      double prob = exp(s - double(lse[int64_t(h) * S + i]));
+      if (emulate) prob = bf16r(prob), dp = bf16r(dp);
       P[t] = prob;
-      G[t] = prob * (dp - D);
+      G[t] = emulate ? bf16r(prob * (dp - D)) : prob * (dp - D);
     } else {
       P[t] = 0, G[t] = 0;
     }
@@ -203,15 +214,136 @@ __global__ void reference_cols_kernel(Problem p, const void* q, const void* k, c
       for (int u = 0; u < kThreads && base + u <= hi; ++u) {
         const int64_t at = ((base + u) * hq + h) * d + t;
         dv_c += P[u] * ld(dout, at);
-        dk_c += G[u] * ld(q, at);
+        dk_c += G[u] * q_at(at);
       }
     }
     __syncthreads();
   }
   if (t < d) {
-    atomicAdd(&dk[(int64_t(cc) * hkv + g) * d + t], double(p.scale) * dk_c);
-    atomicAdd(&dv[(int64_t(cc) * hkv + g) * d + t], dv_c);
+    atomicAdd(&dk_h[(int64_t(cc) * hq + h) * d + t], dk_c);
+    atomicAdd(&dv_h[(int64_t(cc) * hq + h) * d + t], dv_c);
   }
+}
+
+// dk, dv [C, hkv, d] from the per-q-head sums: exact, scale sum_h dk_h and sum_h dv_h; eager, the
+// bf16 gradient of each q head's copy of k (repeat_interleave), summed over the group in bf16.
+__global__ void cols_finish(Problem p, int num_cols, bool emulate, const double* dk_h, const double* dv_h, double* dk,
+                            double* dv) {
+  const int hq = p.heads_q, hkv = p.heads_kv, d = p.head_dim, group = hq / hkv;
+  const int64_t n = int64_t(num_cols) * hkv * d;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = e % d, g = e / d % hkv, cc = e / d / hkv;
+    double sk = 0, sv = 0;
+    for (int m = 0; m < group; ++m) {
+      const int64_t at = (cc * hq + g * group + m) * d + c;
+      sk += emulate ? bf16r(dk_h[at]) : dk_h[at];
+      sv += emulate ? bf16r(dv_h[at]) : dv_h[at];
+    }
+    dk[e] = emulate ? bf16r(sk) : double(p.scale) * sk;
+    dv[e] = emulate ? bf16r(sv) : sv;
+  }
+}
+
+// PyTorch's bf16 eager attention on sampled rows (the rule's baseline, docs/gpu.md), in three
+// passes over key spans, each merged across spans: (0) the softmax's max and sum of the bf16
+// scores -> lse; (1) out = bf16(sum P v) and D = sum P dP (softmax backward, fp32 inside);
+// (2) dq = bf16(bf16(sum dS k) scale). P = bf16(exp(s - lse)), dP = bf16(dout . v),
+// dS = bf16(P (dP - D)); scores s = bf16(bf16(q scale) . k).
+__global__ void eager_rows_pass(Problem p, int mode, const void* q, const void* k, const void* v, const void* dout,
+                                const int64_t* rows, const double* lse_e, const double* D_e, double* stat_part,
+                                double* vec_part) {
+  __shared__ double qs[kThreads], ds[kThreads], X[kThreads], scratch[kThreads];
+  const int hq = p.heads_q, d = p.head_dim, t = threadIdx.x;
+  const int rr = blockIdx.x / hq, h = blockIdx.x % hq, g = h / (hq / p.heads_kv);
+  const int64_t i = rows[rr], S = p.seqlen, split = blockIdx.y, splits = gridDim.y;
+  int64_t lo = p.window_left < 0 ? 0 : max(int64_t(0), i - p.window_left);
+  int64_t hi = p.window_right < 0 ? S - 1 : min(S - 1, i + p.window_right);
+  lo = max(lo, split * kSpan);
+  hi = min(hi, (split + 1) * kSpan - 1);
+  qs[t] = t < d ? bf16r(ld(q, (i * hq + h) * d + t) * double(p.scale)) : 0.0;
+  ds[t] = t < d ? ld(dout, (i * hq + h) * d + t) : 0.0;
+  __syncthreads();
+  const int64_t slot = int64_t(blockIdx.x) * splits + split;
+  const double lse = mode > 0 ? lse_e[blockIdx.x] : 0.0, D = mode > 1 ? D_e[blockIdx.x] : 0.0;
+  double m = -INFINITY, l = 0, acc = 0, dsum = 0;
+  for (int64_t base = lo; base <= hi; base += kThreads) {
+    const int64_t j = base + t;
+    double x = 0;
+    if (j <= hi) {
+      double s = 0, dp = 0;
+      for (int c = 0; c < d; ++c) {
+        const int64_t at = (j * p.heads_kv + g) * d + c;
+        s += qs[c] * ld(k, at);
+        if (mode > 0) dp += ds[c] * ld(v, at);
+      }
+      s = bf16r(s);
+      if (mode == 0) {
+        const double m_new = fmax(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+      } else {
+        const double prob = bf16r(exp(s - lse));
+        dp = bf16r(dp);
+        if (mode == 1) {
+          x = prob;
+          dsum += prob * dp;
+        } else {
+          x = bf16r(prob * (dp - D));
+        }
+      }
+    }
+    if (mode > 0) {
+      X[t] = x;
+      __syncthreads();
+      if (t < d) {
+        for (int u = 0; u < kThreads && base + u <= hi; ++u) {
+          const int64_t at = ((base + u) * p.heads_kv + g) * d + t;
+          acc += X[u] * ld(mode == 1 ? v : k, at);
+        }
+      }
+      __syncthreads();
+    }
+  }
+  if (mode == 0) {
+    const double M = block_max(m, scratch);
+    const double L = block_sum(m == -INFINITY ? 0.0 : l * exp(m - M), scratch);
+    if (t == 0) stat_part[slot * 2] = M, stat_part[slot * 2 + 1] = L;
+  } else {
+    if (mode == 1) {
+      const double sum = block_sum(dsum, scratch);
+      if (t == 0) stat_part[slot] = sum;
+    }
+    if (t < d) vec_part[slot * d + t] = acc;
+  }
+}
+
+// The merges of eager_rows_pass across spans. Pass 0: a thread per (row, head): lse = M + log L.
+__global__ void eager_lse_merge(int splits, int num_slots, const double* stat_part, double* lse_e) {
+  const int slot = blockIdx.x * blockDim.x + threadIdx.x;
+  if (slot >= num_slots) return;
+  const double* part = stat_part + int64_t(slot) * splits * 2;
+  double M = -INFINITY, L = 0;
+  for (int s = 0; s < splits; ++s) M = fmax(M, part[2 * s]);
+  for (int s = 0; s < splits; ++s) {
+    if (part[2 * s] != -INFINITY) L += part[2 * s + 1] * exp(part[2 * s] - M);
+  }
+  lse_e[slot] = M + log(L);
+}
+
+// Passes 1 and 2: a block per (row, head), a thread per feature; pass 1 also sums D.
+__global__ void eager_vec_merge(Problem p, int mode, int splits, const double* stat_part, const double* vec_part,
+                                double* D_e, double* vec_out) {
+  const int d = p.head_dim, t = threadIdx.x;
+  const int64_t slot = blockIdx.x;
+  if (mode == 1 && t == 0) {
+    double sum = 0;
+    for (int s = 0; s < splits; ++s) sum += stat_part[slot * splits + s];
+    D_e[slot] = sum;
+  }
+  if (t >= d) return;
+  double sum = 0;
+  for (int s = 0; s < splits; ++s) sum += vec_part[(slot * splits + s) * d + t];
+  vec_out[slot * d + t] = mode == 1 ? bf16r(sum) : bf16r(bf16r(sum) * double(p.scale));
 }
 
 __device__ void record_diff(double diff, double* result, double* scratch) {
@@ -261,6 +393,20 @@ __global__ void max_diff_lse_kernel(const float* a, const float* b, int heads, i
   record_diff(worst, result, scratch);
 }
 
+__global__ void max_abs_kernel(const void* a, bool is_f32, int64_t n, double* result) {
+  __shared__ double scratch[kThreads];
+  double worst = 0;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t base = int64_t(blockIdx.x) * blockDim.x; base < n; base += stride) {
+    const int64_t e = base + threadIdx.x;
+    if (e < n) {
+      const double x = is_f32 ? double(static_cast<const float*>(a)[e]) : ld(a, e);
+      if (isfinite(x)) worst = fmax(worst, fabs(x));
+    }
+  }
+  record_diff(worst, result, scratch);
+}
+
 unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + kThreads - 1) / kThreads, 132 * 16)); }
 
 }  // namespace
@@ -292,16 +438,61 @@ void reference_rows(const Problem& p, const void* q, const void* k, const void* 
   cudaFree(part), cudaFree(o), cudaFree(a), cudaFree(b);
 }
 
-void reference_cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
-                    const float* lse, const int64_t* cols_dev, int num_cols, double* dk, double* dv, void* stream) {
+namespace {
+
+void cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
+          const float* lse, const int64_t* cols_dev, int num_cols, bool emulate, double* dk, double* dv, void* stream) {
   if (p.head_dim > kThreads || num_cols == 0) return;
-  const size_t bytes = size_t(num_cols) * p.heads_kv * p.head_dim * sizeof(double);
-  check(cudaMemsetAsync(dk, 0, bytes, cudaStream_t(stream)), "reference_cols: memset");
-  check(cudaMemsetAsync(dv, 0, bytes, cudaStream_t(stream)), "reference_cols: memset");
+  const size_t per_head = size_t(num_cols) * p.heads_q * p.head_dim * sizeof(double);
+  double *dk_h = nullptr, *dv_h = nullptr;
+  check(cudaMalloc(&dk_h, per_head), "reference_cols: cudaMalloc");
+  check(cudaMalloc(&dv_h, per_head), "reference_cols: cudaMalloc");
+  check(cudaMemsetAsync(dk_h, 0, per_head, cudaStream_t(stream)), "reference_cols: memset");
+  check(cudaMemsetAsync(dv_h, 0, per_head, cudaStream_t(stream)), "reference_cols: memset");
   const dim3 grid(unsigned(num_cols * p.heads_kv), unsigned((p.seqlen + kSpan - 1) / kSpan),
                   unsigned(p.heads_q / p.heads_kv));
-  reference_cols_kernel<<<grid, kThreads, 0, cudaStream_t(stream)>>>(p, q, k, v, dout, out, lse, cols_dev, dk, dv);
+  reference_cols_kernel<<<grid, kThreads, 0, cudaStream_t(stream)>>>(p, q, k, v, dout, out, lse, cols_dev, emulate,
+                                                                     dk_h, dv_h);
   check(cudaGetLastError(), "reference_cols");
+  cols_finish<<<blocks_for(int64_t(num_cols) * p.heads_kv * p.head_dim), kThreads, 0, cudaStream_t(stream)>>>(
+      p, num_cols, emulate, dk_h, dv_h, dk, dv);
+  check(cudaGetLastError(), "cols_finish");
+  check(cudaStreamSynchronize(cudaStream_t(stream)), "reference_cols");
+  cudaFree(dk_h), cudaFree(dv_h);
+}
+
+}  // namespace
+
+void reference_cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
+                    const float* lse, const int64_t* cols_dev, int num_cols, double* dk, double* dv, void* stream) {
+  cols(p, q, k, v, dout, out, lse, cols_dev, num_cols, false, dk, dv, stream);
+}
+
+void eager_cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
+                const float* lse, const int64_t* cols_dev, int num_cols, double* dk, double* dv, void* stream) {
+  cols(p, q, k, v, dout, out, lse, cols_dev, num_cols, true, dk, dv, stream);
+}
+
+void eager_rows(const Problem& p, const void* q, const void* k, const void* v, const void* dout,
+                const int64_t* rows_dev, int num_rows, double* out, double* lse, double* dq, void* stream) {
+  if (p.head_dim > kThreads || num_rows == 0) return;
+  const int splits = int((p.seqlen + kSpan - 1) / kSpan);
+  const int slots = num_rows * p.heads_q;
+  double *stat = nullptr, *vec = nullptr, *D = nullptr;
+  check(cudaMalloc(&stat, size_t(slots) * splits * 2 * sizeof(double)), "eager_rows: cudaMalloc");
+  check(cudaMalloc(&vec, size_t(slots) * splits * p.head_dim * sizeof(double)), "eager_rows: cudaMalloc");
+  check(cudaMalloc(&D, size_t(slots) * sizeof(double)), "eager_rows: cudaMalloc");
+  const cudaStream_t s = cudaStream_t(stream);
+  const dim3 grid{unsigned(slots), unsigned(splits)};
+  eager_rows_pass<<<grid, kThreads, 0, s>>>(p, 0, q, k, v, dout, rows_dev, nullptr, nullptr, stat, vec);
+  eager_lse_merge<<<(slots + kThreads - 1) / kThreads, kThreads, 0, s>>>(splits, slots, stat, lse);
+  eager_rows_pass<<<grid, kThreads, 0, s>>>(p, 1, q, k, v, dout, rows_dev, lse, nullptr, stat, vec);
+  eager_vec_merge<<<slots, kThreads, 0, s>>>(p, 1, splits, stat, vec, D, out);
+  eager_rows_pass<<<grid, kThreads, 0, s>>>(p, 2, q, k, v, dout, rows_dev, lse, D, stat, vec);
+  eager_vec_merge<<<slots, kThreads, 0, s>>>(p, 2, splits, stat, vec, D, dq);
+  check(cudaGetLastError(), "eager_rows");
+  check(cudaStreamSynchronize(s), "eager_rows");
+  cudaFree(stat), cudaFree(vec), cudaFree(D);
 }
 
 void max_diff_rows(const void* a, const void* b, bool is_f32, int64_t rows, int64_t width, const int64_t* chunk_starts,
@@ -316,6 +507,11 @@ void max_diff_lse(const float* a, const float* b, int heads, int64_t rows, int64
   max_diff_lse_kernel<<<blocks_for(int64_t(heads) * rows), kThreads, 0, cudaStream_t(stream)>>>(
       a, b, heads, rows, seqlen, chunk_starts, chunk, result_dev, nonfinite_dev);
   check(cudaGetLastError(), "max_diff_lse");
+}
+
+void max_abs(const void* a, bool is_f32, int64_t n, double* result_dev, void* stream) {
+  max_abs_kernel<<<blocks_for(n), kThreads, 0, cudaStream_t(stream)>>>(a, is_f32, n, result_dev);
+  check(cudaGetLastError(), "max_abs");
 }
 
 }  // namespace attnrt::cp_test

@@ -32,12 +32,25 @@ void reference_rows(const Problem& p, const void* q, const void* k, const void* 
 void reference_cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
                     const float* lse, const int64_t* cols_dev, int num_cols, double* dk, double* dv, void* stream);
 
+// The rule's baseline (docs/gpu.md): PyTorch's materialized attention in bf16 (FlashAttention's
+// attention_ref with upcast=False), emulated in fp64 with its roundings, on the same samples and
+// shapes as reference_rows / reference_cols (the eager lse is of its bf16 scores, in fp32 math).
+// A materialized [S, S] score matrix would not fit at 64k and beyond; these are exact emulations
+// of its rows and columns.
+void eager_rows(const Problem& p, const void* q, const void* k, const void* v, const void* dout,
+                const int64_t* rows_dev, int num_rows, double* out, double* lse, double* dq, void* stream);
+void eager_cols(const Problem& p, const void* q, const void* k, const void* v, const void* dout, const void* out,
+                const float* lse, const int64_t* cols_dev, int num_cols, double* dk, double* dv, void* stream);
+
 // max |a[i] - b[map(i)]| for the rows of a shard against the global tensor: a is [rows, width]
 // (bf16, or fp32 when is_f32), b the global [S, width]; shard row r is global row
 // chunk_start[r / chunk] + r % chunk. Non-finite in a or b gives +inf. Also counts non-finite
 // values of a into *nonfinite (device int64).
 void max_diff_rows(const void* a, const void* b, bool is_f32, int64_t rows, int64_t width, const int64_t* chunk_starts,
                    int64_t chunk, double* result_dev, unsigned long long* nonfinite_dev, void* stream);
+
+// atomically max-es *result_dev (double, >= 0) with the largest finite |a| of n elements.
+void max_abs(const void* a, bool is_f32, int64_t n, double* result_dev, void* stream);
 
 // The same for lse: a [heads, rows], b [heads, S] (fp32).
 void max_diff_lse(const float* a, const float* b, int heads, int64_t rows, int64_t seqlen, const int64_t* chunk_starts,
