@@ -216,7 +216,7 @@ class LoggingOps final : public cp::BlockOps {
  public:
   explicit LoggingOps(std::vector<std::string>& log) : inner_(cp::host_block_ops()), log_(log) {}
   DLDevice device() const override { return inner_->device(); }
-  std::shared_ptr<void> allocate(size_t bytes) override { return inner_->allocate(bytes); }
+  std::shared_ptr<void> allocate(size_t bytes, void* stream) override { return inner_->allocate(bytes, stream); }
   void copy(const DLTensor& src, DLTensor& dst, void* stream) override { inner_->copy(src, dst, stream); }
   void fill(DLTensor& dst, float value, void* stream) override { inner_->fill(dst, value, stream); }
   void add(DLTensor& acc, const DLTensor& part, void* stream) override {
@@ -368,6 +368,29 @@ TEST(ContextParallel, RefusesWhatItCannotSplit) {
   s.desc.device = DLDevice{kDLCPU, 0};
   EXPECT_NE(ring.unsupported_reason(s.desc).find("sinks are not supported"), std::string::npos);
   EXPECT_EQ(ring.unsupported_reason(make_workload(base(48, 4, 2, true)).desc), "");
+}
+
+// Where the CUDA BlockOps cannot run (this machine: no GPU, or a build without nvcc), a ring on
+// CUDA tensors is refused with that reason before anything is sent, never run half-way.
+TEST(ContextParallel, CudaTensorsWithoutUsableCudaBlockOpsAreRefused) {
+  const DLDevice gpu{kDLCUDA, 0};
+  const std::string why = cp::cuda_block_ops_unavailable_reason(gpu);
+  if (why.empty()) GTEST_SKIP() << "the CUDA BlockOps load here (a GPU machine): tests/gpu covers them";
+  EXPECT_NE(why.find("context parallel:"), std::string::npos) << why;
+  auto backend = test::builtin_backend("sdpa");
+  cp::InProcessGroup group(1);
+  cp::RingAttention ring(*backend, group.transport(0));
+  Workload w = make_workload(base(48, 4, 2, true));
+  w.desc.device = gpu;
+  try {
+    (void)cp::cuda_block_ops(gpu);
+    ADD_FAILURE() << "cuda_block_ops made an object where " << why;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), ATTNRT_ERROR_UNSUPPORTED) << e.what();
+    EXPECT_EQ(std::string(e.what()), why);
+  }
+  // The ring's own reason: the backend (a CPU plugin here) or the BlockOps, never "".
+  EXPECT_NE(ring.unsupported_reason(w.desc), "");
 }
 
 // A rank whose shard is malformed fails with the tensor's name and both shapes, and aborts the

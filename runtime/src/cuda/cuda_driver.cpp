@@ -56,6 +56,19 @@ Loaded load() {
     bind(l.library, d.cuStreamCreate, "cuStreamCreate");
     bind(l.library, d.cuStreamDestroy, "cuStreamDestroy_v2");
     bind(l.library, d.cuStreamWaitEvent, "cuStreamWaitEvent");
+    bind(l.library, d.cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
+    bind(l.library, d.cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange");
+    bind(l.library, d.cuStreamSynchronize, "cuStreamSynchronize");
+    bind(l.library, d.cuEventQuery, "cuEventQuery");
+    bind(l.library, d.cuModuleLoadData, "cuModuleLoadData");
+    bind(l.library, d.cuModuleGetFunction, "cuModuleGetFunction");
+    bind(l.library, d.cuLaunchKernel, "cuLaunchKernel");
+    // Stream-ordered allocation came with CUDA 11.2's driver (460); every driver that runs the
+    // plugins' sm_80 code has it.
+    bind(l.library, d.cuMemPoolCreate, "cuMemPoolCreate");
+    bind(l.library, d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
+    bind(l.library, d.cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync");
+    bind(l.library, d.cuMemFreeAsync, "cuMemFreeAsync");
     if (const CUresult r = d.cuInit(0); r != 0) {
       l.error = fmt::format("CUDA driver present but cuInit failed (CUresult {}): no usable GPU", r);
     }

@@ -14,6 +14,22 @@ using CUdeviceptr = unsigned long long;
 using CUcontext = void*;
 using CUstream = void*;
 using CUevent = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUmemoryPool = void*;
+
+// cuda.h's CUmemPoolProps (CUmemPoolProps_v1), for a pool of device memory.
+struct MemPoolProps {
+  int alloc_type = 1;     // CU_MEM_ALLOCATION_TYPE_PINNED
+  int handle_types = 0;   // CU_MEM_HANDLE_TYPE_NONE
+  int location_type = 1;  // CUmemLocation.type: CU_MEM_LOCATION_TYPE_DEVICE
+  int location_id = 0;    // CUmemLocation.id: the device ordinal
+  void* win32_security_attributes = nullptr;
+  size_t max_size = 0;  // 0: the system's default
+  unsigned short usage = 0;
+  unsigned char reserved[54] = {};
+};
+static_assert(sizeof(MemPoolProps) == 88, "CUmemPoolProps is 88 bytes on 64-bit targets");
 
 struct Driver {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -41,6 +57,19 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*cuStreamCreateWithPriority)(CUstream*, unsigned, int) = nullptr;
+  CUresult (*cuCtxGetStreamPriorityRange)(int*, int*) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuEventQuery)(CUevent) = nullptr;
+  // Context parallelism's CUDA BlockOps: its embedded kernels and its stream-ordered buffers.
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**) = nullptr;
+  CUresult (*cuMemPoolCreate)(CUmemoryPool*, const MemPoolProps*) = nullptr;
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*) = nullptr;
+  CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr*, size_t, CUmemoryPool, CUstream) = nullptr;
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
 
   // Throws attnrt::Error "<what>: CUDA error N (text)" when r is not CUDA_SUCCESS.
   void check(CUresult r, const char* what) const;

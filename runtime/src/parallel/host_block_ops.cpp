@@ -1,5 +1,5 @@
 // BlockOps on the CPU (block_ops.hpp): plain loops over rows of up to 4-dimensional strided
-// tensors; the merge is lse_merge.hpp's, the code a CUDA kernel will share.
+// tensors; the merge is lse_merge.hpp's, the code the CUDA kernel shares (cuda_block_kernels.cu).
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/parallel/block_ops.hpp>
 #include <attnrt/runtime/parallel/lse_merge.hpp>
@@ -168,7 +168,7 @@ class HostBlockOps final : public BlockOps {
  public:
   DLDevice device() const override { return {kDLCPU, 0}; }
 
-  std::shared_ptr<void> allocate(size_t bytes) override {
+  std::shared_ptr<void> allocate(size_t bytes, void*) override {
     const size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded ? rounded : 256);
     if (!p) throw Error(ATTNRT_ERROR_OUT_OF_MEMORY, fmt::format("context parallel: cannot allocate {} bytes", bytes));

@@ -17,6 +17,7 @@ namespace attnrt::cp {
 
 PendingExchange::~PendingExchange() = default;
 Transport::~Transport() = default;
+void Transport::synchronize(void* /*stream*/) {}
 
 namespace {
 

@@ -55,10 +55,10 @@ std::string RingAttention::unsupported_reason(const attnrt_attention_desc& desc,
   } catch (const Error& e) {
     return e.what();
   }
-  if (desc.device.device_type != kDLCPU && !options_.ops) {
-    return "context parallel: no BlockOps for this device yet (the CUDA merge kernels are not written)";
-  }
-  return "";
+  if (options_.ops || desc.device.device_type == kDLCPU) return "";
+  if (desc.device.device_type == kDLCUDA) return cuda_block_ops_unavailable_reason(desc.device);
+  return fmt::format("context parallel: no BlockOps for device_type {} (CPU and CUDA only)",
+                     static_cast<int>(desc.device.device_type));
 }
 
 RingPlan RingAttention::plan(const attnrt_attention_desc& desc) const {
@@ -68,12 +68,20 @@ RingPlan RingAttention::plan(const attnrt_attention_desc& desc) const {
 
 BlockOps& RingAttention::ops(const attnrt_attention_desc& desc) {
   if (options_.ops) return *options_.ops;
-  if (desc.device.device_type != kDLCPU) {
-    throw Error(ATTNRT_ERROR_UNSUPPORTED,
-                "context parallel: tensors on a CUDA device need RingOptions::ops; the CUDA BlockOps (merge and "
-                "accumulate kernels) are not written yet (docs/distributed.md)");
+  const DLDevice device = desc.device;
+  if (owned_ops_ && owned_ops_->device().device_type == device.device_type &&
+      owned_ops_->device().device_id == device.device_id) {
+    return *owned_ops_;
   }
-  if (!owned_ops_) owned_ops_ = host_block_ops();
+  if (device.device_type == kDLCPU) {
+    owned_ops_ = host_block_ops();
+  } else if (device.device_type == kDLCUDA) {
+    owned_ops_ = cuda_block_ops(device);  // throws ATTNRT_ERROR_UNSUPPORTED with the reason
+  } else {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, fmt::format("context parallel: no BlockOps for device_type {} (CPU and "
+                                                      "CUDA only)",
+                                                      static_cast<int>(device.device_type)));
+  }
   return *owned_ops_;
 }
 

@@ -51,11 +51,12 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
         TensorView(static_cast<char*>(base) + bytes, dtype, s.device,
                    {v_shape[0], v_shape[1], v_shape[2], v_shape[3]})};
   };
-  std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes), o.allocate(kv_bytes)};
-  std::array<std::shared_ptr<void>, 2> dkv{o.allocate(dkv_bytes), o.allocate(dkv_bytes)};
-  const auto part_kv_mem = o.allocate(kv_bytes);
-  const auto dq_acc_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * 4);
-  const auto part_dq_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * es);
+  std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes, stream), o.allocate(kv_bytes, stream)};
+  std::array<std::shared_ptr<void>, 2> dkv{o.allocate(dkv_bytes, stream), o.allocate(dkv_bytes, stream)};
+  const auto part_kv_mem = o.allocate(kv_bytes, stream);
+  const auto dq_acc_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * 4, stream);
+  const auto lse_rows_mem = o.allocate(static_cast<size_t>(s.batch * s.heads_q * s.shard_q) * 4, stream);
+  const auto part_dq_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * es, stream);
   TensorView dq_acc(dq_acc_mem.get(), dl_f32(), s.device, {q_shape[0], q_shape[1], q_shape[2], q_shape[3]});
   const TensorView part_dq(part_dq_mem.get(), s.dtype, s.device, {q_shape[0], q_shape[1], q_shape[2], q_shape[3]});
   const auto part_kv = pair_of(part_kv_mem.get(), s.dtype);
@@ -84,12 +85,19 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
       const auto block = pair_of(kv[cur].get(), s.dtype);
       for (const BlockCall& call : step.calls) {
         const TensorView qv = q.seq_rows(call.q_begin, call.q_end), dov = dout.seq_rows(call.q_begin, call.q_end),
-                         ov = out.seq_rows(call.q_begin, call.q_end), lv = lse.seq_rows(call.q_begin, call.q_end),
-                         kb = block[0].seq_rows(call.k_begin, call.k_end),
+                         ov = out.seq_rows(call.q_begin, call.q_end), kb = block[0].seq_rows(call.k_begin, call.k_end),
                          vb = block[1].seq_rows(call.k_begin, call.k_end);
         TensorView pdq = part_dq.seq_rows(call.q_begin, call.q_end),
                    pdk = part_kv[0].seq_rows(call.k_begin, call.k_end),
                    pdv = part_kv[1].seq_rows(call.k_begin, call.k_end);
+        // The CUDA plugins take only compact LSEs: a range of the shard's rows (zigzag's one-chunk
+        // calls) is copied into a compact [batch, heads, rows] first, in stream order.
+        TensorView lv = lse.seq_rows(call.q_begin, call.q_end);
+        if (!lv.compact()) {
+          TensorView rows(lse_rows_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, call.q_end - call.q_begin});
+          o.copy(*lv, *rows, stream);
+          lv = rows;
+        }
         attnrt_backward_args a{};
         a.struct_size = sizeof a;
         a.dout = dov.dl();

@@ -36,7 +36,7 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
   const size_t out_elems = static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim_v);
   const size_t lse_elems = static_cast<size_t>(s.batch * s.heads_q * s.shard_q);
   const size_t kv_bytes = v_offset(k_bytes) + v_bytes;  // one buffer: k, then v
-  std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes), o.allocate(kv_bytes)};
+  std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes, stream), o.allocate(kv_bytes, stream)};
   auto k_block = [&](int i) {
     return TensorView(kv[i].get(), s.dtype, s.device, {s.batch, s.shard_k, s.heads_kv, s.head_dim});
   };
@@ -44,12 +44,11 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
     return TensorView(static_cast<char*>(kv[i].get()) + v_offset(k_bytes), s.dtype, s.device,
                       {s.batch, s.shard_k, s.heads_kv, s.head_dim_v});
   };
-  const auto acc_out_mem = o.allocate(out_elems * 4), acc_lse_mem = o.allocate(lse_elems * 4);
-  const auto part_out_mem = o.allocate(out_elems * es), part_lse_mem = o.allocate(lse_elems * 4);
+  const auto acc_out_mem = o.allocate(out_elems * 4, stream), acc_lse_mem = o.allocate(lse_elems * 4, stream);
+  const auto part_out_mem = o.allocate(out_elems * es, stream), part_lse_mem = o.allocate(lse_elems * 4, stream);
   TensorView acc_out(acc_out_mem.get(), dl_f32(), s.device, {s.batch, s.shard_q, s.heads_q, s.head_dim_v});
   TensorView acc_lse(acc_lse_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, s.shard_q});
   const TensorView part_out(part_out_mem.get(), s.dtype, s.device, {s.batch, s.shard_q, s.heads_q, s.head_dim_v});
-  const TensorView part_lse(part_lse_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, s.shard_q});
   const TensorView q(*shard.q);
 
   {
@@ -70,7 +69,10 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
       for (const BlockCall& call : step.calls) {
         const TensorView qv = q.seq_rows(call.q_begin, call.q_end), kv_k = k.seq_rows(call.k_begin, call.k_end),
                          kv_v = v.seq_rows(call.k_begin, call.k_end);
-        TensorView po = part_out.seq_rows(call.q_begin, call.q_end), pl = part_lse.seq_rows(call.q_begin, call.q_end);
+        // The partial LSE compact ([batch, heads, rows] at the buffer's start), not a range of the
+        // shard's rows: the CUDA plugins take only compact LSEs; the merge reads any strides.
+        TensorView po = part_out.seq_rows(call.q_begin, call.q_end),
+                   pl(part_lse_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, call.q_end - call.q_begin});
         attnrt_forward_args a{};
         a.struct_size = sizeof a;
         a.q = qv.dl();

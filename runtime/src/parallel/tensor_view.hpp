@@ -65,6 +65,16 @@ class TensorView {
   // Rows of the sequence dimension: dim 1 of BSHD tensors ([batch, seqlen, heads, dim]), dim 2
   // of LSEs ([batch, heads, seqlen]).
   TensorView seq_rows(int64_t begin, int64_t end) const { return slice(t_.ndim == 3 ? 2 : 1, begin, end); }
+  // Row-major without gaps (dimensions of extent 1 may have any stride): what the CUDA plugins
+  // require of an LSE, which a range of rows of a [batch, heads, seqlen] LSE is not.
+  bool compact() const {
+    int64_t expect = 1;
+    for (int d = t_.ndim - 1; d >= 0; --d) {
+      if (shape_[d] > 1 && strides_[d] != expect) return false;
+      expect *= shape_[d];
+    }
+    return true;
+  }
 
  private:
   void bind() {

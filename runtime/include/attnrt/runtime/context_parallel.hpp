@@ -52,7 +52,7 @@ struct RingOptions {
   Layout layout = Layout::zigzag;
   int num_threads = 0;      // CPU threads per plugin call (0: the plugin's default)
   void* stream = nullptr;   // CUDA: the compute stream (cudaStream_t); CPU: unused
-  BlockOps* ops = nullptr;  // NULL: the CPU's (host_block_ops) for kDLCPU; CUDA has none yet
+  BlockOps* ops = nullptr;  // NULL: host_block_ops() for kDLCPU, cuda_block_ops(device) for kDLCUDA
 };
 
 // Ring attention on one rank of `transport`'s group. The backend and the transport are borrowed:

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace attnrt::cp {
 
@@ -22,8 +23,12 @@ class ATTNRT_API BlockOps {
   virtual ~BlockOps();
   virtual DLDevice device() const = 0;
 
-  // `bytes` of device memory, aligned to 256 bytes, freed when the last owner lets go.
-  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  // `bytes` of device memory, aligned to 256 bytes, freed when the last owner lets go. CUDA:
+  // stream-ordered on `stream` (usable by work queued on it from now on; freed after the work
+  // queued on it before the release), from a pool kept per device, so a ring in steady state
+  // makes no cudaMalloc/cudaFree. Work on other streams that uses the buffer (NCCL's) must be
+  // ordered before the release by events, as the NCCL transport's wait() does. CPU: `stream` unused.
+  virtual std::shared_ptr<void> allocate(size_t bytes, void* stream) = 0;
   // dst = src, converted to dst's dtype (rounding to nearest even). Same shapes.
   virtual void copy(const DLTensor& src, DLTensor& dst, void* stream) = 0;
   // Every element of dst (a float tensor) = value.
@@ -39,5 +44,17 @@ class ATTNRT_API BlockOps {
 
 // The CPU implementation (kDLCPU tensors), single-threaded loops over the lse_merge.hpp math.
 ATTNRT_API std::unique_ptr<BlockOps> host_block_ops();
+
+// The CUDA implementation for `device` (kDLCUDA): element-wise kernels compiled into libattnrt
+// as a fatbin (sm_80, sm_90, and PTX for newer GPUs) and launched through the CUDA driver API
+// libattnrt opens at run time; the merge kernel runs lse_merge.hpp's code. Buffers come from a
+// stream-ordered pool of libattnrt's own per device (not the device's default pool, which belongs
+// to the framework), which keeps what it holds between calls. Throws attnrt::Error with
+// ATTNRT_ERROR_UNSUPPORTED and cuda_block_ops_unavailable_reason()'s text when it cannot be used.
+ATTNRT_API std::unique_ptr<BlockOps> cuda_block_ops(DLDevice device);
+
+// "" or why the CUDA BlockOps cannot run on `device`: libattnrt built without the CUDA toolkit
+// (no kernels embedded), no CUDA driver or device, or no kernel image for the GPU. Never throws.
+ATTNRT_API std::string cuda_block_ops_unavailable_reason(DLDevice device);
 
 }  // namespace attnrt::cp

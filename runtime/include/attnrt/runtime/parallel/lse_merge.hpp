@@ -45,16 +45,19 @@ ATTNRT_HOST_DEVICE inline LseMergeWeights lse_merge_weights(float lse_acc, float
   return {lse, expf(lse_acc - lse), expf(lse_part - lse)};
 }
 
+// One element of a row's out under the row's weights. A side of weight 0 adds nothing, even
+// where its out is not finite (never written). The CUDA merge kernel calls this per element.
+ATTNRT_HOST_DEVICE inline float lse_merge_element(const LseMergeWeights& w, float out_acc, float out_part) {
+  const float a = w.scale_acc == 0.0f ? 0.0f : w.scale_acc * out_acc;
+  const float b = w.scale_part == 0.0f ? 0.0f : w.scale_part * out_part;
+  return a + b;
+}
+
 // One row: out_acc[0, dim) and lse_acc become the merge of themselves with the partial row.
 ATTNRT_HOST_DEVICE inline void lse_merge_row(float* out_acc, float& lse_acc, const float* out_part, float lse_part,
                                              int dim) {
   const LseMergeWeights w = lse_merge_weights(lse_acc, lse_part);
-  for (int c = 0; c < dim; ++c) {
-    // A side of weight 0 adds nothing, even where its out is not finite (never written).
-    const float a = w.scale_acc == 0.0f ? 0.0f : w.scale_acc * out_acc[c];
-    const float b = w.scale_part == 0.0f ? 0.0f : w.scale_part * out_part[c];
-    out_acc[c] = a + b;
-  }
+  for (int c = 0; c < dim; ++c) out_acc[c] = lse_merge_element(w, out_acc[c], out_part[c]);
   lse_acc = w.lse;
 }
 

@@ -6,7 +6,7 @@
 // dependency on NCCL or CUDA and no NCCL header is needed to build it: only opaque handles,
 // integers and the 128-byte ncclUniqueId cross (nccl.h's C declarations, stable since NCCL 2.7,
 // the first with ncclSend/ncclRecv; older libraries are refused). Design and status:
-// docs/distributed.md. Not yet run on a GPU: only loading and its refusals are tested.
+// docs/distributed.md; tests/gpu/context_parallel_2gpu.cpp runs it on two GPUs.
 #pragma once
 
 #include <attnrt/runtime/export.hpp>
@@ -71,6 +71,16 @@ class ATTNRT_API NcclTransport final : public Transport {
   // with an error instead of hanging. A lent communicator is left to its owner (the framework's
   // own failure handling, e.g. its NCCL watchdog). Pending exchanges must not outlive the transport.
   void abort(const std::string& reason) override;
+
+  // Polls an event recorded on `stream` (and ncclCommGetAsyncError) until it completes; after
+  // timeout() without completion, or on an asynchronous NCCL error, aborts a communicator this
+  // transport created (its pending kernels end, so the stream drains) and throws
+  // ATTNRT_ERROR_DEVICE naming the cause. A lent communicator is not aborted: the error is thrown
+  // and the stream may stay blocked until its owner aborts it.
+  void synchronize(void* stream) override;
+  // How long synchronize() waits for progress: ATTNRT_NCCL_TIMEOUT_S (seconds) if set, else 600.
+  double timeout_s() const;
+  void set_timeout_s(double seconds);
 
   struct Impl;  // nccl_transport.cpp
 

@@ -58,6 +58,14 @@ class ATTNRT_API Transport {
   // Stops every pending and future wait of every rank of the group with an error carrying
   // `reason`: a rank that fails mid-ring calls it so the others do not wait forever.
   virtual void abort(const std::string& reason) = 0;
+
+  // Blocks the host until the work queued on `stream` so far (a ring's transfers and everything
+  // ordered after them) has finished, and throws attnrt::Error (ATTNRT_ERROR_DEVICE) if a
+  // transfer failed or made no progress: on CUDA, exchange() and wait() return at once, so a
+  // peer that failed before posting its side (a malformed shard) shows only here. The NCCL
+  // transport gives up after its timeout, aborts the communicator it created (its kernels then
+  // end) and says so. CPU transports (everything is done on return): nothing to do.
+  virtual void synchronize(void* stream);
 };
 
 inline int ring_next(int rank, int world_size) { return (rank + 1) % world_size; }
