@@ -152,7 +152,7 @@ double max_over_ranks(cp::Transport& transport, DLDevice device, double value) {
     const cp::Transfer s{cp::ring_next(transport.rank(), n), send.data(), sizeof(double)},
         r{cp::ring_prev(transport.rank(), n), receive.data(), sizeof(double)};
     transport.exchange({&s, 1}, {&r, 1}, nullptr)->wait();
-    cuda_synchronize(device);
+    transport.synchronize(nullptr);  // throws, instead of waiting forever, when a peer has failed
     double other = 0;
     receive.download(&other, sizeof other);
     value = std::max(value, other);
