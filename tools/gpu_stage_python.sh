@@ -28,6 +28,10 @@ mkdir -p .gpu-py/python .gpu-py/lib
 for name in "${plugins[@]}"; do
   cp -a "$BUILD_GPU/lib/attnrt/plugins/$name" .gpu-py/python/attnrt/lib/attnrt/plugins/
 done
+# The wheel's libattnrt is built with ATTNRT_CUDA=OFF (pyproject.toml), so it has no CUDA kernels
+# of its own (the ring's BlockOps: context parallelism on CUDA refuses without them); the GPU
+# build's libattnrt is the same source configured with nvcc.
+for f in .gpu-py/python/attnrt/lib/libattnrt.so*; do cp -L "$BUILD_GPU/lib/libattnrt.so.0" "$f"; done
 # Runtime dependencies from Debian that the GPU machine does not have.
 libs=$(ldd .gpu-py/python/attnrt/lib/libattnrt.so .gpu-py/python/attnrt/lib/attnrt/plugins/*/*.so)
 for lib in libyaml-cpp.so libfmt.so libspdlog.so libcrypto.so libgomp.so.1; do

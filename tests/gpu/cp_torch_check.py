@@ -57,6 +57,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import attnrt  # noqa: E402
 import attnrt.torch as at  # noqa: E402
+import attnrt._torch_context_parallel as _cp  # noqa: E402
 
 FLOOR = 1e-3  # bf16, times max(1, max |reference|)
 
@@ -236,7 +237,7 @@ def main():
         raise SystemExit(f"--heads {a.heads} must be a multiple of the world size {world} and of --kv-heads")
     if rank == 0:
         nccl = torch.cuda.nccl.version()
-        library = (at._torch_context_parallel._nccl_library() or os.environ.get("ATTNRT_NCCL_LIBRARY")
+        library = (_cp._nccl_library() or os.environ.get("ATTNRT_NCCL_LIBRARY")
                    or "libnccl.so.2")
         print(f"torch {torch.__version__}, {world} x {torch.cuda.get_device_name(device)}, torch's NCCL "
               f"{nccl if isinstance(nccl, int) else '.'.join(map(str, nccl))}; attnrt's NCCL library {library}; "
@@ -254,7 +255,7 @@ def main():
     if rank == 0:
         print(f"{rows - failures}/{rows} comparisons pass ({time.time() - t_start:.1f} s)", flush=True)
     dist.barrier()
-    at._torch_context_parallel._release_transports()  # attnrt's communicator before torch's group
+    _cp._release_transports()  # attnrt's communicator before torch's group
     dist.destroy_process_group()
     return 1 if failures else 0
 
