@@ -1,15 +1,14 @@
 // flex_attention on the CPU: PyTorch's FlexAttention semantics (the ABI 1.3 extension block,
 // plugin_abi.h attnrt_flex_attention) at reference speed, for tests and for hosts without a GPU.
-// The user's mods are compiled with the system C++ compiler (host_compiler.hpp) from the same
+// The user's mods are compiled with the system C++ compiler (flex/host_compiler.hpp) from the same
 // translation unit the CUDA plugin gives NVRTC (kernels/flex/mods.hpp), and applied to each
 // score by eager's loops (the readable path; flex/eval.hpp). Without a flex block it is eager.
-#include "host_compiler.hpp"
-
 #include "../eager/eager_kernels.hpp"
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_kernels/flex/eval.hpp>
+#include <attnrt_kernels/flex/host_compiler.hpp>
 #include <attnrt_kernels/reference_capabilities.hpp>
 
 #include <memory>
@@ -88,7 +87,7 @@ class FlexAttentionCpu {
 
  private:
   // The call's compiled mods; null without a flex block or without mods.
-  std::shared_ptr<const CompiledMods> compiled(const attnrt_attention_desc& d) const {
+  std::shared_ptr<const kernels::flex::CompiledMods> compiled(const attnrt_attention_desc& d) const {
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (f == nullptr) return nullptr;
     const kernels::flex::Mods mods = kernels::flex::Mods::from_block(*f);
@@ -99,11 +98,11 @@ class FlexAttentionCpu {
   std::unique_ptr<kernels::flex::Eval> make_eval(const attnrt_attention_desc& d) const {
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (f == nullptr) return nullptr;
-    const std::shared_ptr<const CompiledMods> mods = compiled(d);
+    const std::shared_ptr<const kernels::flex::CompiledMods> mods = compiled(d);
     return std::make_unique<kernels::flex::Eval>(mods ? mods->fns : kernels::flex::HostFns{}, *f, d);
   }
 
-  mutable HostCompiler compiler_;  // thread-safe; compiles on first sight of mods
+  mutable kernels::flex::HostCompiler compiler_;  // thread-safe; compiles on first sight of mods
 };
 
 }  // namespace

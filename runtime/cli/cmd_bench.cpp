@@ -5,12 +5,17 @@
 // forward. Case names match ../shared/bench/torch_sdpa_anchors.py's so the two CSVs join.
 // q, k and v are 64 MiB each at the default 16k tokens x 2048 hidden: larger than the H100's
 // 50 MiB L2, so repeats do not run from cache and no input rotation is needed.
+// flex_attention mods (issue 15): with a config whose attnrt.flex gives a site's mods (the only
+// one, or the one --flex-site names), every case carries them, with the block mask built for the
+// case's shape, and its TFLOP/s count the (query, key) pairs mask_mod and the case's own mask
+// leave visible, exactly (FlexCall::visible_pairs), as the issue's PyTorch numbers do.
 #include "bench_support.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
 #include <attnrt/harness/device_workload.hpp>
+#include <attnrt/harness/flex_config.hpp>
 #include <attnrt/harness/timing.hpp>
 #include <attnrt/runtime/backend.hpp>
 #include <attnrt/runtime/cuda_memory.hpp>
@@ -24,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -221,9 +227,38 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
   if (b.masks == "both" || b.masks == "causal") masks.push_back(true);
   if (masks.empty()) throw Error("--mask must be none, causal or both, got '" + b.masks + "'");
 
+  // The flex mods the cases carry: attnrt.flex.<--flex-site>, or the config's only flex site.
+  std::vector<std::string> site_names;
+  for (const Site& site : rt.sites().sites) site_names.push_back(site.name);
+  const FlexSpecs flex_specs = read_flex(rt.config(), site_names);
+  const FlexSiteSpec* flex_spec = nullptr;
+  if (!b.flex_site.empty()) {
+    auto it = flex_specs.find(b.flex_site);
+    if (it == flex_specs.end()) {
+      std::string have;
+      for (const auto& [name, spec] : flex_specs) have += (have.empty() ? "" : ", ") + name;
+      throw Error(fmt::format("--flex-site {}: the configuration gives no attnrt.flex.{} (flex sites: {})", b.flex_site,
+                              b.flex_site, have.empty() ? "none" : have));
+    }
+    flex_spec = &it->second;
+  } else if (flex_specs.size() == 1) {
+    flex_spec = &flex_specs.begin()->second;
+  } else if (flex_specs.size() > 1) {
+    std::string have;
+    for (const auto& [name, spec] : flex_specs) have += (have.empty() ? "" : ", ") + name;
+    throw Error(
+        fmt::format("the configuration gives flex mods for several sites ({}): name one with --flex-site", have));
+  }
+  if (flex_spec && b.decode) throw Error("attnrt bench --decode does not take flex mods (attnrt.flex)");
+  if (flex_spec) {
+    fmt::print(stderr, "flex_attention mods of attnrt.flex.{} ({}): {}\n", flex_spec->site, flex_spec->where,
+               flex_spec->summary());
+  }
+
   // One Backend per name, exactly that plugin (no fallback: a benchmark times what it names).
   std::vector<std::pair<std::string, std::shared_ptr<Backend>>> backends;
-  for (const std::string& name : split(b.backends)) {
+  const std::string backend_names = b.backends_given || !flex_spec ? b.backends : std::string("flex_attention");
+  for (const std::string& name : split(backend_names)) {
     const PluginRecord* rec = rt.registry().find(name, device_word);
     if (!rec) throw Error(fmt::format("--backends: no plugin named '{}' is installed", name));
     backends.emplace_back(name, std::make_shared<Backend>(rt.registry().load(*rec)));
@@ -272,16 +307,30 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
         w.desc.cuda_arch = device.cuda_arch;
         w.desc.deterministic = b.deterministic ? 1 : 0;
         DeviceWorkload dw(w, device.dl);
+        // This shape's flex block (mods compiled, block mask built); a failure (an aux tensor
+        // that does not cover the shape, say) is every backend's note for the case.
+        std::unique_ptr<FlexCall> flex;
+        std::string flex_error;
+        if (flex_spec) {
+          try {
+            flex = std::make_unique<FlexCall>(*flex_spec, w);
+            flex->attach(w.desc, device.dl);
+          } catch (const Error& e) {
+            flex_error = e.what();
+          }
+        }
         // The papers' count (causal: half the square), as the PyTorch anchors count; a window
-        // counts the (query, key) pairs it leaves visible.
-        const double flops =
-            b.window_left >= 0 ? w.forward_flops
-                               : 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd * (causal ? 0.5 : 1.0);
+        // counts the (query, key) pairs it leaves visible, and flex mods the pairs they do.
+        const double flops = flex                 ? flex->forward_flops()
+                             : b.window_left >= 0 ? w.forward_flops
+                                                  : 4.0 * spec.batch * spec.heads_q * double(seqlen) * seqlen * hd *
+                                                        (causal ? 0.5 : 1.0);
         std::string base =
             fmt::format("D{}_S{}_B{}_H{}_{}", hd, seqlen, spec.batch, spec.heads_q, causal ? "causal" : "full");
         if (spec.heads_kv != spec.heads_q) base += fmt::format("_KV{}", spec.heads_kv);
         if (b.window_left >= 0) base += fmt::format("_W{}", b.window_left);
         if (b.sinks) base += "_sinks";
+        if (flex_spec) base += "_flex";
         for (auto& [name, backend] : backends) {
           auto time = [&](const std::function<void()>& fn) {
             return median_call_ms(device.dl, nullptr, b.warmup, b.iterations, fn);
@@ -291,8 +340,9 @@ int bench_command(const CommonArgs& args, const BenchArgs& b) {
             if ((bwd && !b.backward) || (!bwd && !b.forward)) continue;
             const std::string id = base + "_" + pass;
             nlohmann::json row = {{"case", id}, {"backend", name}};
-            std::string why = backend->unsupported_reason(w.desc);
+            std::string why = flex_spec && !flex ? flex_error : backend->unsupported_reason(w.desc);
             if (why.empty() && bwd && !backend->has_backward()) why = "no backward";
+            if (why.empty() && bwd && flex) why = flex->backward_refusal();
             double ms = 0;
             if (why.empty()) {
               try {

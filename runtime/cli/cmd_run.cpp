@@ -1,10 +1,13 @@
 // attnrt run [CONFIG] [OVERRIDES...] [--json]: the main job. For each attention site, resolve
 // a backend for the workload, check forward (and backward) against the fp64 reference, time
-// it, and report. With no CONFIG it runs the embedded configs/default.yaml.
+// it, and report. With no CONFIG it runs the embedded configs/default.yaml. A site with
+// flex_attention mods (attnrt.flex.<site>, harness/flex_config.hpp) runs its calls with them and
+// is checked against the reference with the same mods.
 #include "commands.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
+#include <attnrt/harness/flex_config.hpp>
 #include <attnrt/harness/run_job.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
@@ -12,6 +15,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <memory>
 
 namespace attnrt::cli {
 namespace {
@@ -52,6 +57,9 @@ int run_command(const CommonArgs& args) {
   Workload workload = make_workload(spec);
   if (rt.sites().sites.empty())
     throw Error("the configuration has no attention site (no attn_implementation or override_config)");
+  std::vector<std::string> site_names;
+  for (const Site& site : rt.sites().sites) site_names.push_back(site.name);
+  const FlexSpecs flex_specs = read_flex(rt.config(), site_names);
   RunOptions options;
   options.num_threads = args.threads > 0 ? args.threads : rt.settings().num_threads;
   if (args.iterations > 0) options.iterations = args.iterations;
@@ -67,8 +75,24 @@ int run_command(const CommonArgs& args) {
   int failures = 0;
   std::vector<std::string> notes;
   for (const Site& site : rt.sites().sites) {
-    const SiteRun r = run_site(rt.resolver(), site.name, site.value, workload, spec, options);
+    // The site's mods for this workload: compiled, the block mask built (a mod that does not
+    // compile fails this site, with the compiler's messages).
+    std::unique_ptr<FlexCall> flex;
+    SiteRun r;
+    r.site = site.name;
+    if (auto it = flex_specs.find(site.name); it != flex_specs.end()) {
+      try {
+        flex = std::make_unique<FlexCall>(it->second, workload);
+        notes.push_back(fmt::format("{}: flex_attention mods: {}", site.name, flex->describe()));
+      } catch (const Error& e) {
+        r.error = e.what();
+      }
+    }
+    const bool flex_failed = !r.error.empty();
+    if (!flex_failed) r = run_site(rt.resolver(), site.name, site.value, workload, spec, options, flex.get());
     nlohmann::json e = resolution_json(r.resolution);
+    if (flex) e["flex"] = flex->describe();
+    if (!r.backward_note.empty()) e["backward_note"] = r.backward_note;
     e.update({{"ran", r.ran},
               {"passed", r.passed},
               {"forward_ms", r.forward_ms},
@@ -109,6 +133,7 @@ int run_command(const CommonArgs& args) {
       notes.push_back(
           fmt::format("{}: max |out - source model's own attention output| = {:.2e}", site.name, *r.err_vs_model));
     }
+    if (!r.backward_note.empty()) notes.push_back(site.name + ": " + r.backward_note);
     if (!r.passed) notes.push_back(site.name + ": " + r.error);
   }
   if (args.json) {

@@ -29,6 +29,9 @@ struct CommonArgs {
 // attnrt bench: the FlashAttention papers' shapes (see cmd_bench.cpp).
 struct BenchArgs {
   std::string backends = "flash_attention_2";
+  bool backends_given = false;  // --backends on the command line (else flex cases time flex_attention)
+  // The site whose attnrt.flex mods every case carries ("": the config's only flex site, if any).
+  std::string flex_site;
   std::string hdims = "64,128";
   std::string seqlens = "512,1024,2048,4096,8192,16384";
   std::string masks = "both";  // none | causal | both

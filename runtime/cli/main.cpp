@@ -113,7 +113,12 @@ int main(int argc, char** argv) {
                                    "Time backends on FlashAttention's benchmark shapes (CUDA events on a GPU); "
                                    "TFLOP/s per case, CSV/JSON");
   bench->add_option("args", args.positional, "[CONFIG.yaml] [OVERRIDES...] (e.g. attnrt.device=cuda)");
-  bench->add_option("--backends", bench_args.backends, "Comma-separated plugin names")->capture_default_str();
+  CLI::Option* backends_option = bench->add_option(
+      "--backends", bench_args.backends,
+      "Comma-separated plugin names (default: flash_attention_2; flex_attention when the cases carry flex mods)");
+  bench->add_option("--flex-site", bench_args.flex_site,
+                    "Every case carries this site's flex_attention mods (attnrt.flex.SITE of the config; the "
+                    "default when the config gives mods for one site only)");
   CLI::Option* hdim_option =
       bench->add_option("--hdim", bench_args.hdims, "Comma-separated head dims")->capture_default_str();
   bench->add_option("--seqlen", bench_args.seqlens, "Comma-separated sequence lengths")->capture_default_str();
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
     if (lock->parsed()) return attnrt::cli::lock_command(args, lock_output);
     if (bench->parsed()) {
       if (bench_args.decode && hdim_option->count() == 0) bench_args.hdims = "128";  // the decode shapes
+      bench_args.backends_given = backends_option->count() > 0;
       return attnrt::cli::bench_command(args, bench_args);
     }
     return attnrt::cli::run_command(args);

@@ -10,9 +10,9 @@ namespace attnrt {
 
 const std::vector<std::string>& settings_keys() {
   static const std::vector<std::string> keys = {
-      "device",        "strict",       "num_threads",     "plugin_dirs", "default_implementation",
-      "fallback",      "known_issues", "rules_files",     "log_level",   "allow_writable_plugins",
-      "plugin_sha256", "lockfile",     "context_parallel"};
+      "device",        "strict",       "num_threads",      "plugin_dirs", "default_implementation",
+      "fallback",      "known_issues", "rules_files",      "log_level",   "allow_writable_plugins",
+      "plugin_sha256", "lockfile",     "context_parallel", "flex"};
   return keys;
 }
 
@@ -98,6 +98,9 @@ Settings read_settings(const Config& config, std::vector<std::string>* warnings)
         }
       } else if (key == "context_parallel") {
         s.context_parallel = read_context_parallel(config, path, v);
+      } else if (key == "flex") {
+        // A site's flex_attention mods (issue 15): read and checked by the tools that build calls,
+        // `attnrt run` and `attnrt bench` (harness/flex_config.hpp), which need the workload's shape.
       } else if (key == "plugin_dirs" || key == "rules_files") {
         if (!v.IsSequence()) throw Error(where + ": '" + key + "' must be a list of paths");
         auto& out = key == "plugin_dirs" ? s.plugin_dirs : s.rules_files;

@@ -33,27 +33,39 @@ double output_tolerance(attnrt_dtype dtype) {
 }
 
 SiteRun run_site(Resolver& resolver, const std::string& site, const std::string& value, Workload& w,
-                 const WorkloadSpec& spec, const RunOptions& options) {
+                 const WorkloadSpec& spec, const RunOptions& options, FlexCall* flex) {
   SiteRun r;
   r.site = site;
-  r.resolution = resolver.resolve(site, value, w.desc);
+  attnrt_attention_desc desc = w.desc;
+  resolver.bind_device(desc);
+  try {
+    // Resolution sees the block, its tensors on the call's device: a backend that cannot take
+    // it is passed over with its reason (or, under strict, the site fails).
+    if (flex) flex->attach(desc, desc.device);
+  } catch (const Error& e) {
+    r.error = e.what();
+    return r;
+  }
+  r.resolution = resolver.resolve(site, value, desc);
   if (!r.resolution.ok()) {
     r.error = r.resolution.error;
     return r;
   }
   Backend& backend = *r.resolution.backend;
-  attnrt_attention_desc desc = w.desc;
-  resolver.bind_device(desc);
   const int threads = options.num_threads;
   const int iterations = options.iterations.value_or(spec.iterations);
   try {
     DeviceWorkload dw(w, desc.device);
+    const ReferenceMods mods = flex ? flex->reference_mods() : ReferenceMods{};
+    const ReferenceMods* ref_mods = flex ? &mods : nullptr;
+    const double forward_flops = flex ? flex->forward_flops() : w.forward_flops;
     auto time_ms = [&](const std::function<void()>& fn) {
       return median_call_ms(desc.device, nullptr, spec.warmup, iterations, fn);
     };
     // Reference first, on the call's own (low-precision) inputs.
     attnrt_forward_args fwd = w.forward_args();
-    const ReferenceForward ref = reference_forward(desc, fwd);
+    const ReferenceForward ref = reference_forward(desc, fwd, ref_mods);
+    if (flex) flex->check_reads();
 
     // Checked run on poisoned outputs, then timing.
     attnrt_forward_args dfwd = dw.forward_args();
@@ -71,13 +83,15 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
         return m;
       }());
     r.forward_ms = time_ms([&] { backend.forward(desc, dfwd, threads); });
-    r.forward_tflops = w.forward_flops / (r.forward_ms * 1e-3) / 1e12;
+    r.forward_tflops = forward_flops / (r.forward_ms * 1e-3) / 1e12;
     r.tokens_per_s = static_cast<double>(w.total_q) / (r.forward_ms * 1e-3);
     r.workspace_bytes = backend.workspace_bytes();
 
-    if (spec.backward && backend.has_backward()) {
+    if (spec.backward && flex) r.backward_note = flex->backward_refusal();
+    if (spec.backward && backend.has_backward() && r.backward_note.empty()) {
       attnrt_backward_args dbwd = dw.backward_args();
-      const ReferenceBackward gref = reference_backward(desc, fwd, *w.dout.dl());
+      const ReferenceBackward gref = reference_backward(desc, fwd, *w.dout.dl(), ref_mods);
+      if (flex) flex->check_reads();
       dw.poison_backward_outputs();
       backend.backward(desc, dbwd, threads);
       dw.download_backward_outputs();
@@ -91,7 +105,7 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
            within(r.err_dv, r.tol_grad, max_abs(gref.dv)) &&
            (!desc.has_sinks || within(r.err_dsinks, r.tol_grad, max_abs(gref.dsinks)));
       r.backward_ms = time_ms([&] { backend.backward(desc, dbwd, threads); });
-      r.backward_tflops = 2.5 * w.forward_flops / (r.backward_ms * 1e-3) / 1e12;
+      r.backward_tflops = 2.5 * forward_flops / (r.backward_ms * 1e-3) / 1e12;
       r.workspace_bytes = std::max(r.workspace_bytes, backend.workspace_bytes());
     }
     r.tensor_bytes = w.tensor_bytes();

@@ -43,6 +43,16 @@ class Eval {
     return score(s, b, h, i, j);
   }
 
+  // The mods one at a time, without the block mask (the harness's fp64 reference applies them
+  // per element, and its block-mask builder classifies blocks from mask()): mask_mod (true
+  // without one) and score_mod (s without one).
+  bool mask(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return !fns_.mask || fns_.mask(&ctx_, int(b), int(h), int(i), int(j));
+  }
+  float score(float s, int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return fns_.score ? fns_.score(&ctx_, s, int(b), int(h), int(i), int(j)) : s;
+  }
+
   // d score_mod / d s at (b, h, i, j): score_mod_grad, or 1 without a score_mod.
   float grad(float s, int64_t b, int64_t h, int64_t i, int64_t j) const {
     return fns_.grad ? fns_.grad(&ctx_, s, int(b), int(h), int(i), int(j)) : 1.0f;
@@ -54,9 +64,6 @@ class Eval {
 
  private:
   static constexpr uint8_t kSkip = 0, kPartial = 1, kFull = 2;
-  float score(float s, int64_t b, int64_t h, int64_t i, int64_t j) const {
-    return fns_.score ? fns_.score(&ctx_, s, int(b), int(h), int(i), int(j)) : s;
-  }
   uint8_t state(int64_t b, int64_t h, int64_t m, int64_t n) const {
     const int64_t bb = batch_ == 1 ? 0 : b, hh = heads_ == 1 ? 0 : h;
     return state_[((bb * heads_ + hh) * q_blocks_ + m) * kv_blocks_ + n];

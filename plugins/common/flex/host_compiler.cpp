@@ -1,4 +1,4 @@
-#include "host_compiler.hpp"
+#include <attnrt_kernels/flex/host_compiler.hpp>
 
 #include <attnrt/status.hpp>
 
@@ -17,10 +17,8 @@
 
 extern char** environ;
 
-namespace attnrt::plugins::flex_cpu {
+namespace attnrt::kernels::flex {
 namespace {
-
-using kernels::flex::Mods;
 
 // Runs argv with stdout and stderr into `log_path`; the exit status, or -1 (errno set) when
 // it cannot start.
@@ -71,8 +69,8 @@ std::string env_or(const char* name, const char* fallback) {
 
 }  // namespace
 
-HostCompiler::HostCompiler(std::string plugin_version)
-    : version_(std::move(plugin_version)), compiler_(env_or("ATTNRT_HOST_CXX", "c++")) {}
+HostCompiler::HostCompiler(std::string version)
+    : version_(std::move(version)), compiler_(env_or("ATTNRT_HOST_CXX", "c++")) {}
 
 std::string HostCompiler::identity() {
   if (!identity_.empty()) return identity_;
@@ -110,11 +108,10 @@ void HostCompiler::compile(const std::string& source, const std::string& output)
 }
 
 std::shared_ptr<const CompiledMods> HostCompiler::get(const Mods& mods) {
-  const std::string source = kernels::flex::translation_unit(mods, kernels::flex::Target::kHost);
+  const std::string source = translation_unit(mods, Target::kHost);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!cache_) cache_.emplace(kernels::flex::cache_dir());
-  const std::string key =
-      kernels::flex::sha256_hex("attnrt flex host 1\n" + version_ + "\n" + identity() + "\n" + source);
+  if (!cache_) cache_.emplace(cache_dir());
+  const std::string key = sha256_hex("attnrt flex host 1\n" + version_ + "\n" + identity() + "\n" + source);
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
   auto compiled = std::make_shared<CompiledMods>();
   try {
@@ -129,10 +126,9 @@ std::shared_ptr<const CompiledMods> HostCompiler::get(const Mods& mods) {
     compiled->library.load(compiled->path, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
     using ScoreFn = float(const attnrt_flex::Context*, float, int, int, int, int);
     using MaskFn = int(const attnrt_flex::Context*, int, int, int, int);
-    if (!mods.score_mod.empty()) compiled->fns.score = &compiled->library.get<ScoreFn>(kernels::flex::kHostScoreSymbol);
-    if (!mods.mask_mod.empty()) compiled->fns.mask = &compiled->library.get<MaskFn>(kernels::flex::kHostMaskSymbol);
-    if (!mods.score_mod_grad.empty())
-      compiled->fns.grad = &compiled->library.get<ScoreFn>(kernels::flex::kHostGradSymbol);
+    if (!mods.score_mod.empty()) compiled->fns.score = &compiled->library.get<ScoreFn>(kHostScoreSymbol);
+    if (!mods.mask_mod.empty()) compiled->fns.mask = &compiled->library.get<MaskFn>(kHostMaskSymbol);
+    if (!mods.score_mod_grad.empty()) compiled->fns.grad = &compiled->library.get<ScoreFn>(kHostGradSymbol);
   } catch (const std::exception& e) {
     throw sdk::Error(ATTNRT_ERROR_INTERNAL,
                      "flex_attention: cannot load the compiled mods " + compiled->path + ": " + e.what());
@@ -141,4 +137,4 @@ std::shared_ptr<const CompiledMods> HostCompiler::get(const Mods& mods) {
   return compiled;
 }
 
-}  // namespace attnrt::plugins::flex_cpu
+}  // namespace attnrt::kernels::flex
