@@ -379,8 +379,13 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     // early arrival would count toward the stage's previous use). Its state afterwards is what
     // processing them fully masked would leave. (In the dealt kernel, whose tiles have no such
     // blocks, the same code cost 8% at hd64: bench/results/fa3-forward-2026-11-25/call12-skip.)
+    // A warpgroup whose rows all lie past the sequence's end skips every block: the last tile of
+    // a length that is not a multiple of the tile (at 192 rows and 2048 tokens, a third of the
+    // tile that sees every key) would otherwise compute rows nobody stores.
     int skip = 0;
-    if constexpr (kDynamic) skip = keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
+    if constexpr (kDynamic) {
+      skip = m0 + wr0 >= seq.q_len ? n_blocks : keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
+    }
     hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
     for (int it = 0; it < skip; ++it) {
       hopper::TxBarrier::wait(&sm.k_full[stage_of(it)], phase_of(it));
