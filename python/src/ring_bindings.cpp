@@ -85,6 +85,22 @@ void bind_context_parallel(nb::module_& m) {
       .def_prop_ro("rank", [](const Transport& t) { return attnrt_transport_rank(t.handle); })
       .def_prop_ro("world_size", [](const Transport& t) { return attnrt_transport_world_size(t.handle); })
       .def_prop_ro("name", [](const Transport& t) { return std::string(attnrt_transport_name(t.handle)); })
+      .def(
+          "synchronize",
+          [](Transport& t, uintptr_t stream) {
+            Message msg;
+            attnrt_status status;
+            {
+              nb::gil_scoped_release release;  // may wait up to ATTNRT_NCCL_TIMEOUT_S
+              status = attnrt_transport_synchronize(t.handle, reinterpret_cast<void*>(stream), &msg.m);
+            }
+            check(status, msg);
+          },
+          nb::arg("stream") = 0,
+          "Blocks until the work on `stream` (a cudaStream_t as an integer; 0: the legacy default stream), "
+          "the ring's transfers included, has finished; raises DeviceError when a transfer failed or made no "
+          "progress within ATTNRT_NCCL_TIMEOUT_S (a peer that failed before sending), where "
+          "torch.cuda.synchronize() would wait forever")
       .def_static(
           "nccl",
           [](nb::bytes unique_id, int32_t rank, int32_t world_size, int32_t cuda_device,

@@ -385,9 +385,10 @@ int run_rank(const CommonArgs& common, const BenchArgs& b, const Role& role) {
               quiet[1] = time([&] { ring_no_comm.backward(d, ba); });
             }
             // One step's messages: the K/V block (bf16/fp16), and in backward also the float32
-            // dK/dV accumulators, which travel the ring beside it.
+            // dK/dV accumulators, which travel the ring beside it (twice the block's bytes at
+            // 16-bit; bench/results/cp-2gpu-2026-11-26's calls 3 and 4 sent four times).
             const size_t kv_bytes = 2 * size_t(t.k.buffer.size());
-            const size_t dkv_bytes = 2 * kv_bytes * 4 / (dt.bits / 8);
+            const size_t dkv_bytes = kv_bytes * 4 / (dt.bits / 8);
             CudaBuffer out_buf(device.dl, kv_bytes + dkv_bytes), in_buf(device.dl, kv_bytes + dkv_bytes);
             for (int pass = 0; pass < 2; ++pass) {
               if (!why[pass].empty()) continue;

@@ -75,6 +75,7 @@ def test_handles_outlive_what_they_were_made_from(runtime):
     group = attnrt.InProcessGroup(1)
     transport = group.transport(0)
     assert (transport.rank, transport.world_size, transport.name) == (0, 1, "in-process")
+    transport.synchronize()  # the in-process transport has finished on return: nothing to wait for
     d = desc(8)
     ring = attnrt.Ring(runtime.resolve(d, "eager"), transport, attnrt.RingLayout.CONTIGUOUS)
     del group, transport

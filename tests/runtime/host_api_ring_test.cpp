@@ -196,6 +196,9 @@ TEST(HostApiRingErrors, BadArgumentsAreNamed) {
   EXPECT_EQ(attnrt_transport_world_size(transport), 2);
   EXPECT_STREQ(attnrt_transport_name(transport), "in-process");
   EXPECT_EQ(attnrt_transport_rank(nullptr), -1);
+  EXPECT_EQ(attnrt_transport_synchronize(transport, nullptr, &err.m), ATTNRT_OK) << err.text;  // CPU: done
+  EXPECT_EQ(attnrt_transport_synchronize(nullptr, nullptr, &err.m), ATTNRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(err.text, "attnrt_transport_synchronize: transport must not be NULL")) << err.text;
 
   attnrt_ring* ring = nullptr;
   EXPECT_EQ(attnrt_ring_create(nullptr, transport, ATTNRT_RING_ZIGZAG, &ring, &err.m), ATTNRT_ERROR_INVALID_ARGUMENT);

@@ -227,6 +227,15 @@ ATTNRT_HOST_API int32_t attnrt_transport_rank(const attnrt_transport* transport)
 ATTNRT_HOST_API int32_t attnrt_transport_world_size(const attnrt_transport* transport);
 ATTNRT_HOST_API const char* attnrt_transport_name(const attnrt_transport* transport);
 ATTNRT_HOST_API void attnrt_transport_destroy(attnrt_transport* transport);
+/* Blocks until the work queued on `stream` (a cudaStream_t; NULL: the legacy default stream) has
+ * finished, ring transfers included, and reports a transfer that failed or made no progress.
+ * attnrt_ring_forward / _backward return as soon as their work is queued, so a peer rank that
+ * failed before posting its side (a malformed shard) would leave a plain cudaStreamSynchronize
+ * waiting forever; this call gives up after ATTNRT_NCCL_TIMEOUT_S seconds (default 600), aborts a
+ * communicator the transport created and returns ATTNRT_ERROR_DEVICE naming the cause. The
+ * in-process transport has finished on return: ATTNRT_OK at once. */
+ATTNRT_HOST_API attnrt_status attnrt_transport_synchronize(attnrt_transport* transport, void* stream,
+                                                           attnrt_message* error);
 
 /* A ring on this rank: `backend` computes every block (resolve it for the global descriptor),
  * `transport` is this rank's end of the group. ATTNRT_ERROR_INVALID_ARGUMENT for a NULL handle

@@ -157,6 +157,11 @@ const char* attnrt_transport_name(const attnrt_transport* transport) {
 
 void attnrt_transport_destroy(attnrt_transport* transport) { delete transport; }
 
+attnrt_status attnrt_transport_synchronize(attnrt_transport* transport, void* stream, attnrt_message* error) {
+  if (!transport) return null_argument(error, "attnrt_transport_synchronize", "transport");
+  return guard(error, [&] { transport->transport->synchronize(stream); });
+}
+
 attnrt_status attnrt_ring_create(attnrt_backend_handle* backend, attnrt_transport* transport, int32_t layout,
                                  attnrt_ring** ring, attnrt_message* error) {
   if (!backend || !transport || !ring) {
