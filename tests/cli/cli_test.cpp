@@ -230,6 +230,16 @@ TEST(Cli, BenchContextParallelStartsOneProcessPerRankAndStopsOnAFailure) {
   const auto one = run_cli("bench --context-parallel 1");
   EXPECT_NE(one.exit_code, 0);
   EXPECT_TRUE(contains(one.output, "--context-parallel")) << one.output;
+  // Under torchrun each process is the rank the environment names, on cuda:LOCAL_RANK, and the
+  // world size must be the one asked for.
+  const auto torchrun = run_cli("bench --context-parallel 2 --backends eager --hdim 32 --seqlen 64",
+                                "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_PORT=29500");
+  EXPECT_NE(torchrun.exit_code, 0);
+  EXPECT_TRUE(contains(torchrun.output, "device 'cuda:1' requested")) << torchrun.output;
+  EXPECT_FALSE(contains(torchrun.output, "stopping the others")) << torchrun.output;  // no launcher
+  const auto sizes = run_cli("bench --context-parallel 2", "RANK=0 WORLD_SIZE=3 LOCAL_RANK=0");
+  EXPECT_NE(sizes.exit_code, 0);
+  EXPECT_TRUE(contains(sizes.output, "--context-parallel 2 but torchrun's WORLD_SIZE is 3")) << sizes.output;
   const auto layout = run_cli("bench --context-parallel 2 --cp-rank 0 --cp-id-file /nonexistent/id --cp-layout ring");
   EXPECT_NE(layout.exit_code, 0);
   EXPECT_TRUE(contains(layout.output, "--cp-layout must be zigzag or contiguous, got 'ring'")) << layout.output;
