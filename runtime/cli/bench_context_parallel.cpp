@@ -32,6 +32,7 @@
 #include <attnrt/runtime/cuda_memory.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/parallel/nccl_transport.hpp>
+#include <attnrt/runtime/parallel/null_transport.hpp>
 #include <attnrt/runtime/runtime.hpp>
 
 #include <fmt/format.h>
@@ -57,26 +58,6 @@ namespace attnrt::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A transport that moves nothing and completes at once: the ring's compute alone.
-class NoCommTransport final : public cp::Transport {
- public:
-  NoCommTransport(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_size_; }
-  std::string name() const override { return "none"; }
-  std::unique_ptr<cp::PendingExchange> exchange(std::span<const cp::Transfer>, std::span<const cp::Transfer>,
-                                                void*) override {
-    struct Done final : cp::PendingExchange {
-      void wait() override {}
-    };
-    return std::make_unique<Done>();
-  }
-  void abort(const std::string&) override {}
-
- private:
-  int rank_, world_size_;
-};
 
 // A compact [d0, d1, d2, d3] (or 3-d) tensor in a device buffer of its own.
 struct DeviceTensor {
@@ -294,7 +275,7 @@ int run_rank(const CommonArgs& common, const BenchArgs& b, const Role& role) {
 
   cp::NcclTransport nccl(share_unique_id(role), role.rank, role.world_size, device.dl);
   if (lead) std::remove(role.id_file.c_str());  // every rank has joined: the id is used up
-  NoCommTransport none(role.rank, role.world_size);
+  cp::NullTransport none(role.rank, role.world_size);
   const HostTensor block = random_block(dt, 1000 + uint64_t(role.rank));
   const int n = role.world_size;
   if (lead) {

@@ -21,6 +21,7 @@
 #include <attnrt/runtime/context_parallel.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/parallel/nccl_transport.hpp>
+#include <attnrt/runtime/parallel/null_transport.hpp>
 #include <attnrt/runtime/registry.hpp>
 
 #include <cuda_runtime.h>
@@ -132,7 +133,7 @@ struct Result {
   Errors ring_vs_single, ring_vs_ref, single_vs_ref, eager_vs_ref, ref_max, single_max;
   unsigned long long nonfinite = 0;
   double single_fwd_ms = 0, single_bwd_ms = 0, ring_fwd_ms = 0, ring_bwd_ms = 0;
-  double nocomm_fwd_ms = 0, nocomm_bwd_ms = 0;  // the ring with NoTransfer
+  double nocomm_fwd_ms = 0, nocomm_bwd_ms = 0;  // the ring with a NullTransport
 };
 
 // Sampled global positions: chunk edges, the ends, and hashed ones.
@@ -184,27 +185,6 @@ class Timer {
  private:
   cudaStream_t s_;
   cudaEvent_t a_{}, b_{};
-};
-
-// A transport that moves nothing (its "received" blocks are stale): the ring's time with the
-// communication taken out, to show how much of the NCCL transfers the compute hides. Timing only.
-class NoTransfer final : public cp::Transport {
- public:
-  NoTransfer(int rank, int world) : rank_(rank), world_(world) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_; }
-  std::string name() const override { return "no-transfer"; }
-  std::unique_ptr<cp::PendingExchange> exchange(std::span<const cp::Transfer>, std::span<const cp::Transfer>,
-                                                void*) override {
-    struct Done final : cp::PendingExchange {
-      void wait() override {}
-    };
-    return std::make_unique<Done>();
-  }
-  void abort(const std::string&) override {}
-
- private:
-  int rank_, world_;
 };
 
 class Rank {
@@ -532,7 +512,7 @@ Result Rank::run(const Case& c) {
   if (res.nonfinite != 0) fails.push_back(fmt::format("{} non-finite outputs", res.nonfinite));
   if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
   {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
-    NoTransfer none(rank_, kWorld);
+    cp::NullTransport none(rank_, kWorld);
     cp::RingAttention local(*backend, none, {c.layout, 0, stream_, nullptr});
     for (int run = 0; run < 2; ++run) {
       Timer timer(stream_);
