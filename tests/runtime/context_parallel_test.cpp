@@ -217,6 +217,9 @@ class LoggingOps final : public cp::BlockOps {
   explicit LoggingOps(std::vector<std::string>& log) : inner_(cp::host_block_ops()), log_(log) {}
   DLDevice device() const override { return inner_->device(); }
   std::shared_ptr<void> allocate(size_t bytes, void* stream) override { return inner_->allocate(bytes, stream); }
+  void upload(const void* host, void* dst, size_t bytes, void* stream) override {
+    inner_->upload(host, dst, bytes, stream);
+  }
   void copy(const DLTensor& src, DLTensor& dst, void* stream) override { inner_->copy(src, dst, stream); }
   void fill(DLTensor& dst, float value, void* stream) override { inner_->fill(dst, value, stream); }
   void add(DLTensor& acc, const DLTensor& part, void* stream) override {
