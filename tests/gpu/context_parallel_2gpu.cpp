@@ -9,6 +9,9 @@
 //       (docs/gpu.md): ring error <= 2 x the single-GPU error in the same dtype + a floor.
 // Every output is poisoned with NaN first and must come back finite. A last case gives rank 1 a
 // malformed shard: it must fail naming the tensor, and rank 0 must get an error, not hang.
+// The varlen cases (names with "varlen": --filter varlen) do the same on a packed batch of
+// sequences of different lengths, cut per sequence (context_parallel.hpp), against the single-GPU
+// varlen call, with (b) sampled in every sequence.
 //
 // Usage: attnrt_cp_2gpu_test [--out DIR] [--filter SUBSTRING] [--quick] [--timeout-s N] [--deadline-s N]
 //   --timeout-s   the NCCL transport's synchronize timeout (default 20 s: the bad-shard case waits it)
@@ -38,6 +41,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -83,6 +87,31 @@ std::vector<Case> cases(bool quick) {
     out.push_back({tag + "_s64k_full_gqa", p, 65536, 32, 8, false});
     out.push_back({tag + "_s128k_causal_gqa", p, 131072, 32, 8, true});
     out.push_back({tag + "_s256k_causal_gqa", p, 262144, 32, 8, true});
+  }
+  return out;
+}
+
+// Varlen: a packed batch of sequences (lengths multiples of 2 x 2 chunks), cut per sequence.
+struct VarlenCase {
+  std::string name;
+  std::string plugin;
+  std::vector<int64_t> seqlens;
+  int heads_q, heads_kv;
+  bool causal;
+  cp::Layout layout = cp::Layout::zigzag;
+};
+
+// Selected by --filter varlen (or fa2_varlen, fa3_varlen, ...): every name holds "varlen".
+std::vector<VarlenCase> varlen_cases(bool quick) {
+  std::vector<VarlenCase> out;
+  for (const char* plugin : {"flash_attention_2", "flash_attention_3"}) {
+    const std::string p = plugin;
+    const std::string tag = p == "flash_attention_2" ? "fa2" : "fa3";
+    const std::vector<int64_t> lens{16384, 32768, 81920};
+    out.push_back({tag + "_varlen_16k_32k_80k_causal_gqa", p, lens, 32, 8, true});
+    if (quick) continue;
+    out.push_back({tag + "_varlen_16k_32k_80k_full_gqa", p, lens, 32, 8, false});
+    out.push_back({tag + "_varlen_16k_32k_80k_causal_gqa_contiguous", p, lens, 32, 8, true, cp::Layout::contiguous});
   }
   return out;
 }
@@ -187,6 +216,34 @@ class Timer {
   cudaEvent_t a_{}, b_{};
 };
 
+// The checks of a case (Rank::run's (a) and (b)), one line per failure.
+// (b) FlashAttention's rule (docs/gpu.md): the ring's error against fp64 <= 2 x bf16 eager's +
+// a floor (1e-5 + 2^-12 of the reference's largest magnitude: a quarter of a bf16 unit there).
+// The single-GPU kernel's error is reported beside it (it is held to the same rule elsewhere).
+// (a) Every element of the shard against the single-GPU result: within 4 bf16 units of the
+// tensor's largest magnitude (2^-5 of it; LSE, fp32 in both: 1e-4): no row merged, sent or
+// accumulated wrongly. Both roundings differ by design (the ring rounds each block's partial
+// out and gradients to bf16 before the fp32 sums), so the exact comparison is (b)'s.
+std::vector<std::string> verdict(const Result& res) {
+  std::vector<std::string> fails;
+  const char* names[5] = {"out", "lse", "dq", "dk", "dv"};
+  auto at = [](const Errors& e, int i) {
+    const double values[5] = {e.out, e.lse, e.dq, e.dk, e.dv};
+    return values[i];
+  };
+  for (int i = 0; i < 5; ++i) {
+    const double floor = 1e-5 + std::ldexp(at(res.ref_max, i), -12);
+    const double err = at(res.ring_vs_ref, i), eager = at(res.eager_vs_ref, i);
+    if (!(err <= 2 * eager + floor)) {
+      fails.push_back(fmt::format("{} vs fp64 {:.3g} > 2 x eager {:.3g} + {:.2g}", names[i], err, eager, floor));
+    }
+    const double diff = at(res.ring_vs_single, i), bar = i == 1 ? 1e-4 : std::ldexp(at(res.single_max, i), -5);
+    if (!(diff <= bar)) fails.push_back(fmt::format("{} vs single {:.3g} > {:.3g}", names[i], diff, bar));
+  }
+  if (res.nonfinite != 0) fails.push_back(fmt::format("{} non-finite outputs", res.nonfinite));
+  return fails;
+}
+
 class Rank {
  public:
   Rank(int rank, const fs::path& dir, double timeout_s)
@@ -235,6 +292,7 @@ class Rank {
   }
 
   Result run(const Case& c);
+  Result run_varlen(const VarlenCase& c);
   bool bad_shard_case();
 
  private:
@@ -487,29 +545,7 @@ Result Rank::run(const Case& c) {
   res.eager_vs_ref = {host_err(host(eager_out), h_out), host_err(host(eager_lse), h_lse),
                       host_err(host(eager_dq), h_dq), host_err(host(eager_dk), h_dk), host_err(host(eager_dv), h_dv)};
 
-  // (b) FlashAttention's rule (docs/gpu.md): the ring's error against fp64 <= 2 x bf16 eager's +
-  // a floor (1e-5 + 2^-12 of the reference's largest magnitude: a quarter of a bf16 unit there).
-  // The single-GPU kernel's error is reported beside it (it is held to the same rule elsewhere).
-  // (a) Every element of the shard against the single-GPU result: within 4 bf16 units of the
-  // tensor's largest magnitude (2^-5 of it; LSE, fp32 in both: 1e-4): no row merged, sent or
-  // accumulated wrongly. Both roundings differ by design (the ring rounds each block's partial
-  // out and gradients to bf16 before the fp32 sums), so the exact comparison is (b)'s.
-  std::vector<std::string> fails;
-  const char* names[5] = {"out", "lse", "dq", "dk", "dv"};
-  auto at = [](const Errors& e, int i) {
-    const double values[5] = {e.out, e.lse, e.dq, e.dk, e.dv};
-    return values[i];
-  };
-  for (int i = 0; i < 5; ++i) {
-    const double floor = 1e-5 + std::ldexp(at(res.ref_max, i), -12);
-    const double err = at(res.ring_vs_ref, i), eager = at(res.eager_vs_ref, i);
-    if (!(err <= 2 * eager + floor)) {
-      fails.push_back(fmt::format("{} vs fp64 {:.3g} > 2 x eager {:.3g} + {:.2g}", names[i], err, eager, floor));
-    }
-    const double diff = at(res.ring_vs_single, i), bar = i == 1 ? 1e-4 : std::ldexp(at(res.single_max, i), -5);
-    if (!(diff <= bar)) fails.push_back(fmt::format("{} vs single {:.3g} > {:.3g}", names[i], diff, bar));
-  }
-  if (res.nonfinite != 0) fails.push_back(fmt::format("{} non-finite outputs", res.nonfinite));
+  std::vector<std::string> fails = verdict(res);
   if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
   {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
     cp::NullTransport none(rank_, kWorld);
@@ -529,6 +565,313 @@ Result Rank::run(const Case& c) {
 
   res.passed = fails.empty();
   res.note = fmt::format("{} rows, {} cols sampled", R, C);
+  for (const auto& f : fails) res.note += "; " + f;
+  return res;
+}
+
+// The varlen ring: the global packed batch and the single-GPU varlen call (cu_seqlens on the
+// device), the ring on this rank's packed shard (the global cu_seqlens in host memory), and the
+// checks of run(): (a) every element of the shard against the single-GPU result gathered into the
+// shard's layout, (b) fp64 on sampled rows and key columns of every sequence.
+Result Rank::run_varlen(const VarlenCase& c) {
+  Result res;
+  res.name = c.name;
+  const int d = 128;
+  const DLDevice dev{kDLCUDA, rank_};
+  const DLDataType bf16{kDLBfloat, 16, 1}, f32{kDLFloat, 32, 1}, i32{kDLInt, 32, 1};
+  const int B = static_cast<int>(c.seqlens.size());
+  std::vector<int64_t> cu{0};
+  for (int64_t len : c.seqlens) cu.push_back(cu.back() + len);
+  const int64_t T = cu.back(), max_len = *std::max_element(c.seqlens.begin(), c.seqlens.end());
+  std::vector<int32_t> cu32(cu.begin(), cu.end());
+  attnrt_attention_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.dtype = ATTNRT_DTYPE_BF16;
+  desc.head_dim = desc.head_dim_v = d;
+  desc.heads_q = c.heads_q;
+  desc.heads_kv = c.heads_kv;
+  desc.batch = B;
+  desc.is_varlen = 1;
+  desc.seqlen_q = desc.seqlen_k = static_cast<int32_t>(max_len);
+  desc.softmax_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  desc.causal = c.causal ? 1 : 0;
+  desc.window_left = desc.window_right = -1;
+  desc.return_lse = 1;
+  desc.device = dev;
+  desc.cuda_arch = arch_;
+
+  auto backend = this->backend(c.plugin);
+  cp::RingAttention ring(*backend, *transport_, {c.layout, 0, stream_, nullptr});
+  for (bool bwd : {false, true}) {
+    if (std::string why = ring.unsupported_reason(desc, bwd); !why.empty()) {
+      res.note = "refused: " + why;
+      return res;
+    }
+  }
+  const int chunks_total = kWorld * (c.layout == cp::Layout::zigzag ? 2 : 1);
+  const std::vector<int> mine =
+      c.layout == cp::Layout::zigzag ? std::vector<int>{rank_, 2 * kWorld - 1 - rank_} : std::vector<int>{rank_};
+  // The shard's segments, in shard order: rows [global, global + rows) of the packed batch.
+  struct Segment {
+    int seq;
+    int chunk;
+    int64_t global, local, rows;
+  };
+  std::vector<Segment> segments;
+  int64_t shard = 0;
+  for (int i = 0; i < B; ++i) {
+    const int64_t ci = c.seqlens[i] / chunks_total;
+    for (int ch : mine) {
+      segments.push_back({i, ch, cu[i] + ch * ci, shard, ci});
+      shard += ci;
+    }
+  }
+
+  const int64_t q_row = int64_t(c.heads_q) * d, kv_row = int64_t(c.heads_kv) * d;
+  DeviceBuffer q(T * q_row * 2), k(T * kv_row * 2), v(T * kv_row * 2), dout(T * q_row * 2);
+  DeviceBuffer out1(T * q_row * 2), lse1(T * c.heads_q * 4), dq1(T * q_row * 2), dk1(T * kv_row * 2),
+      dv1(T * kv_row * 2), cu_dev(cu32.size() * 4);
+  check(cudaMemcpyAsync(cu_dev.p, cu32.data(), cu_dev.bytes, cudaMemcpyHostToDevice, stream_), "cu_seqlens");
+  const uint64_t seed = static_cast<uint64_t>(T) * 137 + c.heads_kv * 7 + (c.causal ? 1 : 0) + B * 5 +
+                        (c.layout == cp::Layout::contiguous ? 11 : 0);
+  cp_test::fill_random_bf16(q.p, T * q_row, seed * 4 + 0, 1.0f, stream_);
+  cp_test::fill_random_bf16(k.p, T * kv_row, seed * 4 + 1, 1.0f, stream_);
+  cp_test::fill_random_bf16(v.p, T * kv_row, seed * 4 + 2, 1.0f, stream_);
+  cp_test::fill_random_bf16(dout.p, T * q_row, seed * 4 + 3, 1.0f, stream_);
+  for (DeviceBuffer* b : {&out1, &lse1, &dq1, &dk1, &dv1}) b->poison(stream_);
+  View gq(q.p, bf16, dev, {T, c.heads_q, d}), gk(k.p, bf16, dev, {T, c.heads_kv, d}),
+      gv(v.p, bf16, dev, {T, c.heads_kv, d}), gdout(dout.p, bf16, dev, {T, c.heads_q, d}),
+      gout(out1.p, bf16, dev, {T, c.heads_q, d}), glse(lse1.p, f32, dev, {c.heads_q, T}),
+      gdq(dq1.p, bf16, dev, {T, c.heads_q, d}), gdk(dk1.p, bf16, dev, {T, c.heads_kv, d}),
+      gdv(dv1.p, bf16, dev, {T, c.heads_kv, d}), gcu(cu_dev.p, i32, dev, {B + 1}),
+      hcu(cu32.data(), i32, DLDevice{kDLCPU, 0}, {B + 1});
+  for (int run = 0; run < 2; ++run) {  // the second run timed, as the ring's below
+    Timer timer(stream_);
+    attnrt_forward_args fa{};
+    fa.struct_size = sizeof fa;
+    fa.q = gq.dl(), fa.k = gk.dl(), fa.v = gv.dl(), fa.out = gout.dl(), fa.lse = glse.dl();
+    fa.cu_seqlens_q = fa.cu_seqlens_k = gcu.dl();
+    timer.start();
+    backend->forward(desc, fa, 0, stream_);
+    res.single_fwd_ms = timer.stop_ms();
+    attnrt_backward_args ba{};
+    ba.struct_size = sizeof ba;
+    ba.dout = gdout.dl(), ba.q = gq.dl(), ba.k = gk.dl(), ba.v = gv.dl(), ba.out = gout.dl(), ba.lse = glse.dl();
+    ba.dq = gdq.dl(), ba.dk = gdk.dl(), ba.dv = gdv.dl();
+    ba.cu_seqlens_q = ba.cu_seqlens_k = gcu.dl();
+    timer.start();
+    backend->backward(desc, ba, 0, stream_);
+    res.single_bwd_ms = timer.stop_ms();
+  }
+
+  // This rank's packed shard, and the single-GPU results gathered into the same layout (check (a)).
+  DeviceBuffer sq(shard * q_row * 2), sk(shard * kv_row * 2), sv(shard * kv_row * 2), sdout(shard * q_row * 2);
+  DeviceBuffer sout(shard * q_row * 2), slse(shard * c.heads_q * 4), sdq(shard * q_row * 2), sdk(shard * kv_row * 2),
+      sdv(shard * kv_row * 2);
+  DeviceBuffer eout(shard * q_row * 2), else_(shard * c.heads_q * 4), edq(shard * q_row * 2), edk(shard * kv_row * 2),
+      edv(shard * kv_row * 2);
+  for (const Segment& g : segments) {
+    auto take = [&](DeviceBuffer& dst, const DeviceBuffer& src, int64_t row) {
+      check(cudaMemcpyAsync(dst.as<char>() + g.local * row * 2, src.as<char>() + g.global * row * 2, g.rows * row * 2,
+                            cudaMemcpyDeviceToDevice, stream_),
+            "shard copy");
+    };
+    take(sq, q, q_row), take(sk, k, kv_row), take(sv, v, kv_row), take(sdout, dout, q_row);
+    take(eout, out1, q_row), take(edq, dq1, q_row), take(edk, dk1, kv_row), take(edv, dv1, kv_row);
+    check(cudaMemcpy2DAsync(else_.as<char>() + g.local * 4, shard * 4, lse1.as<char>() + g.global * 4, T * 4,
+                            g.rows * 4, c.heads_q, cudaMemcpyDeviceToDevice, stream_),
+          "shard lse copy");
+  }
+  View rq(sq.p, bf16, dev, {shard, c.heads_q, d}), rk(sk.p, bf16, dev, {shard, c.heads_kv, d}),
+      rv(sv.p, bf16, dev, {shard, c.heads_kv, d}), rdout(sdout.p, bf16, dev, {shard, c.heads_q, d}),
+      rout(sout.p, bf16, dev, {shard, c.heads_q, d}), rlse(slse.p, f32, dev, {c.heads_q, shard}),
+      rdq(sdq.p, bf16, dev, {shard, c.heads_q, d}), rdk(sdk.p, bf16, dev, {shard, c.heads_kv, d}),
+      rdv(sdv.p, bf16, dev, {shard, c.heads_kv, d});
+  attnrt_forward_args fa{};
+  fa.struct_size = sizeof fa;
+  fa.q = rq.dl(), fa.k = rk.dl(), fa.v = rv.dl(), fa.out = rout.dl(), fa.lse = rlse.dl();
+  fa.cu_seqlens_q = fa.cu_seqlens_k = hcu.dl();  // the whole batch's, in host memory
+  attnrt_backward_args ba{};
+  ba.struct_size = sizeof ba;
+  ba.dout = rdout.dl(), ba.q = rq.dl(), ba.k = rk.dl(), ba.v = rv.dl(), ba.out = rout.dl(), ba.lse = rlse.dl();
+  ba.dq = rdq.dl(), ba.dk = rdk.dl(), ba.dv = rdv.dl();
+  ba.cu_seqlens_q = ba.cu_seqlens_k = hcu.dl();
+  for (int run = 0; run < 2; ++run) {  // checked, then timed (as run())
+    if (run == 0) {
+      for (DeviceBuffer* b : {&sout, &slse, &sdq, &sdk, &sdv}) b->poison(stream_);
+    }
+    transport_->synchronize(stream_);
+    Timer timer(stream_);
+    timer.start();
+    ring.forward(desc, fa);
+    transport_->synchronize(stream_);
+    const double f = timer.stop_ms();
+    timer.start();
+    ring.backward(desc, ba);
+    transport_->synchronize(stream_);
+    const double b = timer.stop_ms();
+    if (run == 1) res.ring_fwd_ms = f, res.ring_bwd_ms = b;
+    if (run == 0) {
+      DeviceBuffer diffs(5 * sizeof(double)), nonfinite(sizeof(unsigned long long)), starts(sizeof(int64_t));
+      check(cudaMemsetAsync(diffs.p, 0, diffs.bytes, stream_), "memset");
+      check(cudaMemsetAsync(nonfinite.p, 0, nonfinite.bytes, stream_), "memset");
+      check(cudaMemsetAsync(starts.p, 0, starts.bytes, stream_), "memset");  // one chunk: the shard, at 0
+      double* dd = diffs.as<double>();
+      auto* nf = nonfinite.as<unsigned long long>();
+      const auto* st = starts.as<int64_t>();
+      cp_test::max_diff_rows(sout.p, eout.p, false, shard, q_row, st, shard, dd + 0, nf, stream_);
+      cp_test::max_diff_lse(slse.as<float>(), else_.as<float>(), c.heads_q, shard, shard, st, shard, dd + 1, nf,
+                            stream_);
+      cp_test::max_diff_rows(sdq.p, edq.p, false, shard, q_row, st, shard, dd + 2, nf, stream_);
+      cp_test::max_diff_rows(sdk.p, edk.p, false, shard, kv_row, st, shard, dd + 3, nf, stream_);
+      cp_test::max_diff_rows(sdv.p, edv.p, false, shard, kv_row, st, shard, dd + 4, nf, stream_);
+      DeviceBuffer maxima(5 * sizeof(double));
+      check(cudaMemsetAsync(maxima.p, 0, maxima.bytes, stream_), "memset");
+      double* mx = maxima.as<double>();
+      cp_test::max_abs(out1.p, false, T * q_row, mx + 0, stream_);
+      cp_test::max_abs(lse1.p, true, T * c.heads_q, mx + 1, stream_);
+      cp_test::max_abs(dq1.p, false, T * q_row, mx + 2, stream_);
+      cp_test::max_abs(dk1.p, false, T * kv_row, mx + 3, stream_);
+      cp_test::max_abs(dv1.p, false, T * kv_row, mx + 4, stream_);
+      double hm[5], h[5];
+      check(cudaMemcpyAsync(hm, mx, sizeof hm, cudaMemcpyDeviceToHost, stream_), "copy");
+      check(cudaMemcpyAsync(h, dd, sizeof h, cudaMemcpyDeviceToHost, stream_), "copy");
+      check(cudaMemcpyAsync(&res.nonfinite, nf, sizeof res.nonfinite, cudaMemcpyDeviceToHost, stream_), "copy");
+      check(cudaStreamSynchronize(stream_), "sync");
+      res.ring_vs_single = {h[0], h[1], h[2], h[3], h[4]};
+      res.single_max = {hm[0], hm[1], hm[2], hm[3], hm[4]};
+    }
+  }
+
+  // (b) Per sequence: the fp64 reference and bf16 eager on sampled rows and key columns of the
+  // sequence that fall in this shard (Problem is one sequence: pointers at its first row, and its
+  // LSE gathered compact [heads, len]).
+  auto host = [](const DeviceBuffer& b) {
+    std::vector<double> h(b.bytes / 8);
+    check(cudaMemcpy(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost), "copy");
+    return h;
+  };
+  // max |x - ref| over rows `at` of a bf16 [*, width] tensor at `base`; NaN gives inf.
+  auto row_err = [&](const void* base, const std::vector<int64_t>& at, int64_t width, const std::vector<double>& ref) {
+    double worst = 0;
+    std::vector<uint16_t> row(width);
+    for (size_t r = 0; r < at.size(); ++r) {
+      check(
+          cudaMemcpy(row.data(), static_cast<const char*>(base) + at[r] * width * 2, width * 2, cudaMemcpyDeviceToHost),
+          "copy");
+      for (int64_t e = 0; e < width; ++e) {
+        const double diff = std::abs(double(bf16_to_float(row[e])) - ref[r * width + e]);
+        worst = std::max(worst, std::isfinite(diff) ? diff : INFINITY);
+      }
+    }
+    return worst;
+  };
+  // The same for an LSE [heads, stride] at `base`, against ref [rows, heads].
+  auto lse_err = [&](const float* base, int64_t stride, const std::vector<int64_t>& at,
+                     const std::vector<double>& ref) {
+    double worst = 0;
+    for (size_t r = 0; r < at.size(); ++r) {
+      for (int h = 0; h < c.heads_q; ++h) {
+        float x;
+        check(cudaMemcpy(&x, base + h * stride + at[r], 4, cudaMemcpyDeviceToHost), "copy");
+        const double diff = std::abs(double(x) - ref[r * c.heads_q + h]);
+        worst = std::max(worst, std::isfinite(diff) ? diff : INFINITY);
+      }
+    }
+    return worst;
+  };
+  auto host_err = [](const std::vector<double>& x, const std::vector<double>& ref) {
+    double worst = 0;
+    for (size_t e = 0; e < x.size(); ++e) {
+      const double diff = std::abs(x[e] - ref[e]);
+      worst = std::max(worst, std::isfinite(diff) ? diff : INFINITY);
+    }
+    return worst;
+  };
+  auto worse = [](Errors& acc, const Errors& e) {
+    acc = {std::max(acc.out, e.out), std::max(acc.lse, e.lse), std::max(acc.dq, e.dq), std::max(acc.dk, e.dk),
+           std::max(acc.dv, e.dv)};
+  };
+  int64_t R = 0, C = 0;
+  for (int i = 0; i < B; ++i) {
+    const int64_t len = c.seqlens[i], ci = len / chunks_total;
+    std::vector<int64_t> rows, cols, row_local, col_local;  // in the sequence; in the shard
+    for (int64_t g : samples(len, ci, seed + 17 * i, 8)) {
+      for (const Segment& s : segments) {
+        if (s.seq == i && g >= s.chunk * ci && g < (s.chunk + 1) * ci) {
+          rows.push_back(g), row_local.push_back(s.local + g - s.chunk * ci);
+          cols.push_back(g), col_local.push_back(s.local + g - s.chunk * ci);
+        }
+      }
+    }
+    const int Ri = static_cast<int>(rows.size()), Ci = static_cast<int>(cols.size());
+    R += Ri, C += Ci;
+    if (Ri == 0) continue;
+    cp_test::Problem p;
+    p.seqlen = len;
+    p.heads_q = c.heads_q;
+    p.heads_kv = c.heads_kv;
+    p.head_dim = d;
+    p.window_left = -1;
+    p.window_right = c.causal ? 0 : -1;
+    p.scale = desc.softmax_scale;
+    const char *qi = q.as<char>() + cu[i] * q_row * 2, *ki = k.as<char>() + cu[i] * kv_row * 2,
+               *vi = v.as<char>() + cu[i] * kv_row * 2, *douti = dout.as<char>() + cu[i] * q_row * 2,
+               *outi = out1.as<char>() + cu[i] * q_row * 2;
+    DeviceBuffer lse_i(len * c.heads_q * 4), rows_dev(Ri * 8), cols_dev(Ci * 8);
+    check(cudaMemcpy2DAsync(lse_i.p, len * 4, lse1.as<char>() + cu[i] * 4, T * 4, len * 4, c.heads_q,
+                            cudaMemcpyDeviceToDevice, stream_),
+          "sequence lse");
+    check(cudaMemcpyAsync(rows_dev.p, rows.data(), Ri * 8, cudaMemcpyHostToDevice, stream_), "copy");
+    check(cudaMemcpyAsync(cols_dev.p, cols.data(), Ci * 8, cudaMemcpyHostToDevice, stream_), "copy");
+    DeviceBuffer ref_out(Ri * q_row * 8), ref_lse(Ri * c.heads_q * 8), ref_dq(Ri * q_row * 8), ref_dk(Ci * kv_row * 8),
+        ref_dv(Ci * kv_row * 8);
+    cp_test::reference_rows(p, qi, ki, vi, douti, rows_dev.as<int64_t>(), Ri, ref_out.as<double>(),
+                            ref_lse.as<double>(), ref_dq.as<double>(), stream_);
+    cp_test::reference_cols(p, qi, ki, vi, douti, outi, lse_i.as<float>(), cols_dev.as<int64_t>(), Ci,
+                            ref_dk.as<double>(), ref_dv.as<double>(), stream_);
+    DeviceBuffer eager_out(Ri * q_row * 8), eager_lse(Ri * c.heads_q * 8), eager_dq(Ri * q_row * 8),
+        eager_dk(Ci * kv_row * 8), eager_dv(Ci * kv_row * 8);
+    cp_test::eager_rows(p, qi, ki, vi, douti, rows_dev.as<int64_t>(), Ri, eager_out.as<double>(),
+                        eager_lse.as<double>(), eager_dq.as<double>(), stream_);
+    cp_test::eager_cols(p, qi, ki, vi, douti, outi, lse_i.as<float>(), cols_dev.as<int64_t>(), Ci,
+                        eager_dk.as<double>(), eager_dv.as<double>(), stream_);
+    check(cudaStreamSynchronize(stream_), "reference");
+    const std::vector<double> h_out = host(ref_out), h_lse = host(ref_lse), h_dq = host(ref_dq), h_dk = host(ref_dk),
+                              h_dv = host(ref_dv);
+    worse(res.single_vs_ref, {row_err(outi, rows, q_row, h_out), lse_err(lse1.as<float>() + cu[i], T, rows, h_lse),
+                              row_err(dq1.as<char>() + cu[i] * q_row * 2, rows, q_row, h_dq),
+                              row_err(dk1.as<char>() + cu[i] * kv_row * 2, cols, kv_row, h_dk),
+                              row_err(dv1.as<char>() + cu[i] * kv_row * 2, cols, kv_row, h_dv)});
+    worse(res.ring_vs_ref, {row_err(sout.p, row_local, q_row, h_out),
+                            lse_err(slse.as<float>(), shard, row_local, h_lse), row_err(sdq.p, row_local, q_row, h_dq),
+                            row_err(sdk.p, col_local, kv_row, h_dk), row_err(sdv.p, col_local, kv_row, h_dv)});
+    worse(res.ref_max,
+          {max_abs_ref(h_out), max_abs_ref(h_lse), max_abs_ref(h_dq), max_abs_ref(h_dk), max_abs_ref(h_dv)});
+    worse(res.eager_vs_ref,
+          {host_err(host(eager_out), h_out), host_err(host(eager_lse), h_lse), host_err(host(eager_dq), h_dq),
+           host_err(host(eager_dk), h_dk), host_err(host(eager_dv), h_dv)});
+  }
+
+  std::vector<std::string> fails = verdict(res);
+  if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
+  {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
+    cp::NullTransport none(rank_, kWorld);
+    cp::RingAttention local(*backend, none, {c.layout, 0, stream_, nullptr});
+    for (int run = 0; run < 2; ++run) {
+      Timer timer(stream_);
+      check(cudaStreamSynchronize(stream_), "sync");
+      timer.start();
+      local.forward(desc, fa);
+      const double f = timer.stop_ms();
+      timer.start();
+      local.backward(desc, ba);
+      const double b = timer.stop_ms();
+      if (run == 1) res.nocomm_fwd_ms = f, res.nocomm_bwd_ms = b;
+    }
+  }
+  res.passed = fails.empty();
+  res.note = fmt::format("{} sequences, {} rows, {} cols sampled", B, R, C);
   for (const auto& f : fails) res.note += "; " + f;
   return res;
 }
@@ -617,13 +960,17 @@ int rank_main(int rank, const fs::path& dir, const std::string& filter, bool qui
            "single_ref_lse,single_ref_dq,single_ref_dk,single_ref_dv,eager_ref_out,eager_ref_lse,eager_ref_dq,"
            "eager_ref_dk,eager_ref_dv,ring_single_out,ring_single_lse,ring_single_dq,ring_single_dk,ring_single_dv,"
            "single_fwd_ms,single_bwd_ms,ring_fwd_ms,ring_bwd_ms,nocomm_fwd_ms,nocomm_bwd_ms,note\n";
-    for (const Case& c : cases(quick)) {
-      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    // Every case, padded then varlen, as one list of (name, how to run it).
+    std::vector<std::pair<std::string, std::function<Result()>>> all;
+    for (const Case& c : cases(quick)) all.emplace_back(c.name, [&r, c] { return r.run(c); });
+    for (const VarlenCase& c : varlen_cases(quick)) all.emplace_back(c.name, [&r, c] { return r.run_varlen(c); });
+    for (const auto& [name, run] : all) {
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       Result res;
       try {
-        res = r.run(c);
+        res = run();
       } catch (const std::exception& e) {
-        res.name = c.name;
+        res.name = name;
         res.note = std::string("error: ") + e.what();
         r.say(row(res, rank));
         return failures + 1;  // the communicator may be unusable now: stop

@@ -2,7 +2,8 @@
 // the in-process transport, the CPU sdpa or eager plugin as the local kernel. out, LSE, dq, dk, dv
 // gathered from the shards must equal the same plugin's single call on the whole sequence and
 // the fp64 reference, for causal and not, GQA / MQA, sliding windows, seqlen_q != seqlen_k, both
-// layouts; refusals and a failing rank must give clear errors, never a hang.
+// layouts, and packed varlen batches cut per sequence; refusals and a failing rank must give clear
+// errors, never a hang.
 #include "ring_case.hpp"
 #include "test_support.hpp"
 
@@ -217,6 +218,9 @@ class LoggingOps final : public cp::BlockOps {
   explicit LoggingOps(std::vector<std::string>& log) : inner_(cp::host_block_ops()), log_(log) {}
   DLDevice device() const override { return inner_->device(); }
   std::shared_ptr<void> allocate(size_t bytes, void* stream) override { return inner_->allocate(bytes, stream); }
+  void upload(const void* host, void* dst, size_t bytes, void* stream) override {
+    inner_->upload(host, dst, bytes, stream);
+  }
   void copy(const DLTensor& src, DLTensor& dst, void* stream) override { inner_->copy(src, dst, stream); }
   void fill(DLTensor& dst, float value, void* stream) override { inner_->fill(dst, value, stream); }
   void add(DLTensor& acc, const DLTensor& part, void* stream) override {
@@ -346,21 +350,14 @@ TEST(ContextParallel, RefusesWhatItCannotSplit) {
   EXPECT_NE(ring.unsupported_reason(w.desc).find("seqlen_q 50 is not a positive multiple of 8"), std::string::npos)
       << ring.unsupported_reason(w.desc);
 
+  // Varlen is split per sequence (VarlenRing* below); its lengths are checked when the shards come.
   WorkloadSpec varlen;
   varlen.seqlens_q = {16, 32};
   varlen.heads_q = 2;
   varlen.head_dim = 16;
   Workload v = make_workload(varlen);
   v.desc.device = DLDevice{kDLCPU, 0};
-  EXPECT_NE(ring.unsupported_reason(v.desc).find("varlen (cu_seqlens) across the global sequence is not supported"),
-            std::string::npos)
-      << ring.unsupported_reason(v.desc);
-  try {
-    ring.forward(v.desc, v.forward_args());
-    ADD_FAILURE() << "varlen accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), ATTNRT_ERROR_UNSUPPORTED) << e.what();
-  }
+  EXPECT_EQ(ring.unsupported_reason(v.desc), "");
 
   WorkloadSpec sinks = base(48, 4, 2, true);
   sinks.sinks = true;
@@ -430,6 +427,208 @@ TEST(ContextParallel, BadShardFailsEveryRankWithItsName) {
   for (int r : {0, 2}) {
     EXPECT_NE(errors[r].find("aborted: rank 1: context parallel: out must be"), std::string::npos)
         << "rank " << r << ": " << errors[r];
+  }
+}
+
+// Varlen: a packed batch of sequences of different lengths, each cut into the layout's chunks of
+// its own length (context_parallel.hpp); the ring must equal the plugin's single varlen call on
+// the whole batch and the fp64 reference, with the tolerance of the padded cases above (at most
+// 2N blocks per row there too).
+struct VarlenCase {
+  std::string name;
+  int world = 2;
+  Layout layout = Layout::zigzag;
+  std::vector<int32_t> seqlens;
+  int32_t heads_q = 4, heads_kv = 2;
+  bool causal = true;
+  const char* plugin = "eager";
+  float softcap = 0.0f;
+  int32_t head_dim_v = 0;
+};
+
+void PrintTo(const VarlenCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<VarlenCase> varlen_cases() {
+  std::vector<VarlenCase> c;
+  c.push_back({"n1_causal", 1, Layout::zigzag, {8, 4, 14}, 4, 4, true});
+  c.push_back({"n2_causal_gqa", 2, Layout::zigzag, {16, 40, 8}, 4, 2, true, "sdpa"});
+  c.push_back({"n2_noncausal", 2, Layout::zigzag, {24, 8}, 4, 4, false});
+  c.push_back({"n3_causal_mqa", 3, Layout::zigzag, {12, 36, 24}, 4, 1, true});
+  c.push_back({"n3_noncausal_gqa", 3, Layout::zigzag, {6, 18}, 4, 2, false, "sdpa"});
+  c.push_back({"n2_causal_contiguous", 2, Layout::contiguous, {10, 4, 22}, 4, 2, true, "sdpa"});
+  c.push_back({"n3_causal_gqa_contiguous", 3, Layout::contiguous, {9, 30, 15}, 4, 2, true});
+  c.push_back({"n3_noncausal_contiguous", 3, Layout::contiguous, {21, 6}, 2, 2, false, "sdpa"});
+  c.push_back({"n3_softcap_head_dim_v", 3, Layout::zigzag, {18, 6, 30}, 4, 2, true, "sdpa", 5.0f, 8});
+  return c;
+}
+
+Workload varlen_workload(const std::vector<int32_t>& seqlens, int32_t heads_q, int32_t heads_kv, bool causal,
+                         uint64_t seed) {
+  WorkloadSpec spec;
+  spec.seqlens_q = seqlens;
+  spec.heads_q = heads_q;
+  spec.heads_kv = heads_kv;
+  spec.head_dim = 16;
+  spec.causal = causal;
+  spec.seed = seed;
+  Workload w = make_workload(spec);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  return w;
+}
+
+class VarlenRingMatchesSingleDevice : public ::testing::TestWithParam<VarlenCase> {};
+
+TEST_P(VarlenRingMatchesSingleDevice, OutLseAndGradients) {
+  const VarlenCase& c = GetParam();
+  WorkloadSpec spec;
+  spec.seqlens_q = c.seqlens;
+  spec.heads_q = c.heads_q;
+  spec.heads_kv = c.heads_kv;
+  spec.head_dim = 16;
+  spec.head_dim_v = c.head_dim_v;
+  spec.causal = c.causal;
+  spec.softcap = c.softcap;
+  spec.seed = std::hash<std::string>{}(c.name);
+  Workload w = make_workload(spec);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  ASSERT_TRUE(w.desc.is_varlen);
+  auto backend = test::builtin_backend(c.plugin);
+
+  attnrt_forward_args fa = w.forward_args();
+  const ReferenceForward ref = reference_forward(w.desc, fa);
+  const ReferenceBackward gref = reference_backward(w.desc, fa, *w.dout.dl());
+  backend->forward(w.desc, fa, 1);
+  attnrt_backward_args ba = w.backward_args();
+  backend->backward(w.desc, ba, 1);
+  const std::vector<double> out = test::values(w.out), lse = test::values(w.lse), dq = test::values(w.dq),
+                            dk = test::values(w.dk), dv = test::values(w.dv);
+
+  const test::RingResult ring = test::run_varlen_ring(*backend, w, c.world, c.layout);
+  struct Check {
+    const char* what;
+    const std::vector<double>&got, &single, &fp64;
+  };
+  for (const Check& k :
+       {Check{"out", ring.out, out, ref.out}, Check{"lse", ring.lse, lse, ref.lse}, Check{"dq", ring.dq, dq, gref.dq},
+        Check{"dk", ring.dk, dk, gref.dk}, Check{"dv", ring.dv, dv, gref.dv}}) {
+    ASSERT_EQ(k.got.size(), k.single.size()) << k.what;
+    EXPECT_LE(max_abs_error(k.got, k.single), scaled(k.single)) << k.what << " vs the single call";
+    EXPECT_LE(max_abs_error(k.got, k.fp64), scaled(k.fp64) + max_abs_error(k.single, k.fp64))
+        << k.what << " vs fp64 (single call's own error " << max_abs_error(k.single, k.fp64) << ")";
+  }
+}
+
+std::string varlen_case_name(const ::testing::TestParamInfo<VarlenCase>& p) { return p.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(VarlenCases, VarlenRingMatchesSingleDevice, ::testing::ValuesIn(varlen_cases()),
+                         varlen_case_name);
+
+// The varlen comparison can fail: shards cut without regard to the sequences (the packed batch
+// zigzagged as if it were one sequence), or cut contiguously for a zigzag ring, give results far
+// above the tolerance.
+TEST(ContextParallel, VarlenRingCutWronglyFails) {
+  Workload w = varlen_workload({16, 40, 8}, 4, 2, true, 5);
+  auto backend = test::builtin_backend("sdpa");
+  attnrt_forward_args fa = w.forward_args();
+  const ReferenceForward ref = reference_forward(w.desc, fa);
+  const test::RingResult right = test::run_varlen_ring(*backend, w, 2, Layout::zigzag, false);
+  EXPECT_LE(max_abs_error(right.out, ref.out), scaled(ref.out));
+  const std::vector<int64_t> cu{0, 16, 56, 64};
+  const test::RingResult contiguous = test::run_varlen_ring(*backend, w, 2, Layout::zigzag, false, [&](int r) {
+    return test::varlen_global_rows(cu, Layout::contiguous, 2, r);
+  });
+  EXPECT_GT(max_abs_error(contiguous.out, ref.out), 0.1);
+  const cp::SequenceSplit whole(Layout::zigzag, 2, 64, 64);
+  const test::RingResult one_sequence = test::run_varlen_ring(
+      *backend, w, 2, Layout::zigzag, false, [&](int r) { return test::global_rows(whole, r, false); });
+  EXPECT_GT(max_abs_error(one_sequence.out, ref.out), 0.1);
+}
+
+// Rank 0's forward error: every refusal below comes before anything is sent, so one rank of a
+// group alone gets it (and aborts the group).
+std::string varlen_forward_error(int world, Workload& w, attnrt_status* status = nullptr) {
+  auto backend = test::builtin_backend("sdpa");
+  cp::InProcessGroup group(world, std::chrono::seconds(5));
+  cp::RingAttention ring(*backend, group.transport(0), {Layout::zigzag, 1, nullptr, nullptr});
+  attnrt_forward_args fa = w.forward_args();
+  try {
+    ring.forward(w.desc, fa);
+  } catch (const Error& e) {
+    if (status) *status = e.status();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ContextParallel, VarlenRefusals) {
+  auto backend = test::builtin_backend("sdpa");
+  cp::InProcessGroup group(2);
+  cp::RingAttention ring(*backend, group.transport(0));
+  {  // a length that is not a multiple of 2N names the sequence and its length
+    Workload w = varlen_workload({16, 10, 8}, 4, 2, true, 1);
+    attnrt_status status = ATTNRT_OK;
+    const std::string why = varlen_forward_error(2, w, &status);
+    EXPECT_EQ(status, ATTNRT_ERROR_INVALID_ARGUMENT) << why;
+    EXPECT_NE(why.find("sequence 1 of the packed batch has length 10, not a multiple of 4 (zigzag layout over 2 ranks"),
+              std::string::npos)
+        << why;
+  }
+  {  // a sliding window with varlen
+    Workload w = varlen_workload({16, 8}, 4, 2, true, 2);
+    w.desc.window_left = 4;
+    const std::string why = ring.unsupported_reason(w.desc);
+    EXPECT_NE(why.find("sliding windows (window_left 4, window_right -1) with varlen are not supported"),
+              std::string::npos)
+        << why;
+    attnrt_status status = ATTNRT_OK;
+    EXPECT_EQ(varlen_forward_error(2, w, &status), why);
+    EXPECT_EQ(status, ATTNRT_ERROR_UNSUPPORTED);
+  }
+  {  // cross attention: the longest sequences differ (the descriptor says so)
+    WorkloadSpec spec;
+    spec.seqlens_q = {16, 8};
+    spec.seqlens_k = {16, 24};
+    spec.heads_q = 4;
+    spec.head_dim = 16;
+    Workload w = make_workload(spec);
+    w.desc.device = DLDevice{kDLCPU, 0};
+    EXPECT_NE(ring.unsupported_reason(w.desc).find("varlen context parallelism is self-attention: max_seqlen_q "
+                                                   "(desc.seqlen_q 16) must equal max_seqlen_k (desc.seqlen_k 24)"),
+              std::string::npos)
+        << ring.unsupported_reason(w.desc);
+  }
+  {  // ... or only the lengths of one sequence (the shards tell)
+    WorkloadSpec spec;
+    spec.seqlens_q = {16, 8};
+    spec.seqlens_k = {8, 16};
+    spec.heads_q = 4;
+    spec.head_dim = 16;
+    Workload w = make_workload(spec);
+    w.desc.device = DLDevice{kDLCPU, 0};
+    EXPECT_EQ(ring.unsupported_reason(w.desc), "");
+    attnrt_status status = ATTNRT_OK;
+    const std::string why = varlen_forward_error(2, w, &status);
+    EXPECT_EQ(status, ATTNRT_ERROR_UNSUPPORTED) << why;
+    EXPECT_NE(why.find("sequence 0 of the packed batch has 16 queries and 8 keys"), std::string::npos) << why;
+  }
+  {  // cu_seqlens on a device: the ring needs the lengths on the host
+    Workload w = varlen_workload({16, 8}, 4, 2, true, 3);
+    w.cu_seqlens_q.dl()->device = DLDevice{kDLCUDA, 0};
+    const std::string why = varlen_forward_error(2, w);
+    EXPECT_NE(why.find("cu_seqlens_q must be in host memory"), std::string::npos) << why;
+  }
+  {  // no cu_seqlens at all
+    Workload w = varlen_workload({16, 8}, 4, 2, true, 4);
+    auto b = test::builtin_backend("sdpa");
+    cp::InProcessGroup g(2, std::chrono::seconds(5));
+    attnrt_forward_args fa = w.forward_args();
+    fa.cu_seqlens_k = nullptr;
+    try {
+      cp::RingAttention(*b, g.transport(0), {Layout::zigzag, 1, nullptr, nullptr}).forward(w.desc, fa);
+      ADD_FAILURE() << "no cu_seqlens_k accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("varlen needs cu_seqlens_k"), std::string::npos) << e.what();
+    }
   }
 }
 

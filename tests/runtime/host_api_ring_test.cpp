@@ -58,9 +58,15 @@ struct Resolved {
 
 // Every rank of `world` as a thread: its transport, its ring, forward then backward through the
 // C API. The shards' results in whole-sequence order; a failing rank's message fails the test.
+// Varlen workloads (w.desc.is_varlen) pass packed shards cut per sequence and the whole batch's
+// cu_seqlens.
 test::RingResult run_c_ring(attnrt_backend_handle* backend, Workload& w, int world, attnrt_ring_layout layout) {
-  const cp::SequenceSplit split(layout == ATTNRT_RING_ZIGZAG ? cp::Layout::zigzag : cp::Layout::contiguous, world,
-                                w.desc.seqlen_q, w.desc.seqlen_k);
+  const cp::Layout cut = layout == ATTNRT_RING_ZIGZAG ? cp::Layout::zigzag : cp::Layout::contiguous;
+  const bool varlen = w.desc.is_varlen != 0;
+  std::vector<int64_t> cu;
+  for (int64_t i = 0; varlen && i < w.cu_seqlens_q.numel(); ++i) cu.push_back(int64_t(w.cu_seqlens_q.get(i)));
+  const cp::SequenceSplit split =
+      varlen ? cp::SequenceSplit() : cp::SequenceSplit(cut, world, w.desc.seqlen_q, w.desc.seqlen_k);
   attnrt_in_process_group* group = nullptr;
   Msg err;
   EXPECT_EQ(attnrt_in_process_group_create(world, 30000, &group, &err.m), ATTNRT_OK) << err.text;
@@ -73,12 +79,23 @@ test::RingResult run_c_ring(attnrt_backend_handle* backend, Workload& w, int wor
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     Rank& x = ranks[r];
-    x.q_rows = test::global_rows(split, r, false);
-    x.k_rows = test::global_rows(split, r, true);
-    x.q = test::take_rows(w.q, x.q_rows), x.k = test::take_rows(w.k, x.k_rows), x.v = test::take_rows(w.v, x.k_rows);
-    x.dout = test::take_rows(w.dout, x.q_rows);
-    x.out = test::take_rows(w.out, x.q_rows);
-    x.lse = HostTensor({w.desc.batch, w.desc.heads_q, split.shard_q()}, dl_float32());
+    if (varlen) {
+      x.q_rows = x.k_rows = test::varlen_global_rows(cu, cut, world, r);
+      const auto take = [](const HostTensor& t, const std::vector<int64_t>& rows) {
+        return test::take_packed_rows(t, rows);
+      };
+      x.q = take(w.q, x.q_rows), x.k = take(w.k, x.k_rows), x.v = take(w.v, x.k_rows);
+      x.dout = take(w.dout, x.q_rows), x.out = take(w.out, x.q_rows);
+      x.lse = HostTensor({w.desc.heads_q, static_cast<int64_t>(x.q_rows.size())}, dl_float32());
+    } else {
+      x.q_rows = test::global_rows(split, r, false);
+      x.k_rows = test::global_rows(split, r, true);
+      x.q = test::take_rows(w.q, x.q_rows), x.k = test::take_rows(w.k, x.k_rows);
+      x.v = test::take_rows(w.v, x.k_rows);
+      x.dout = test::take_rows(w.dout, x.q_rows);
+      x.out = test::take_rows(w.out, x.q_rows);
+      x.lse = HostTensor({w.desc.batch, w.desc.heads_q, split.shard_q()}, dl_float32());
+    }
     x.dq = x.q, x.dk = x.k, x.dv = x.v;
     for (HostTensor* t : {&x.out, &x.lse, &x.dq, &x.dk, &x.dv}) t->fill_nan();  // a row never written fails
   }
@@ -103,6 +120,10 @@ test::RingResult run_c_ring(attnrt_backend_handle* backend, Workload& w, int wor
       ba.struct_size = sizeof ba;
       ba.dout = x.dout.dl(), ba.q = x.q.dl(), ba.k = x.k.dl(), ba.v = x.v.dl(), ba.out = x.out.dl();
       ba.lse = x.lse.dl(), ba.dq = x.dq.dl(), ba.dk = x.dk.dl(), ba.dv = x.dv.dl();
+      if (varlen) {
+        fa.cu_seqlens_q = ba.cu_seqlens_q = w.cu_seqlens_q.dl();
+        fa.cu_seqlens_k = ba.cu_seqlens_k = w.cu_seqlens_k.dl();
+      }
       if (attnrt_ring_forward(ring, &w.desc, &fa, 1, nullptr, &e.m) != ATTNRT_OK ||
           attnrt_ring_backward(ring, &w.desc, &ba, 1, nullptr, &e.m) != ATTNRT_OK) {
         x.error = e.text;
@@ -116,6 +137,13 @@ test::RingResult run_c_ring(attnrt_backend_handle* backend, Workload& w, int wor
   for (int r = 0; r < world; ++r) {
     const Rank& x = ranks[r];
     EXPECT_EQ(x.error, "") << "rank " << r;
+    if (varlen) {
+      for (auto [t, out] :
+           {std::pair{&x.out, &res.out}, {&x.lse, &res.lse}, {&x.dq, &res.dq}, {&x.dk, &res.dk}, {&x.dv, &res.dv}}) {
+        test::put_packed_rows(*t, x.q_rows, cu.back(), *out);
+      }
+      continue;
+    }
     test::put_rows(x.out, x.q_rows, w.desc.seqlen_q, res.out);
     test::put_rows(x.lse, x.q_rows, w.desc.seqlen_q, res.lse);
     test::put_rows(x.dq, x.q_rows, w.desc.seqlen_q, res.dq);
@@ -137,6 +165,7 @@ struct Case {
   attnrt_ring_layout layout;
   const char* plugin;
   bool causal;
+  bool varlen = false;  // a packed batch of 3 sequences (lengths multiples of 2 * 3)
 };
 
 class HostApiRing : public ::testing::TestWithParam<Case> {};
@@ -147,6 +176,7 @@ TEST_P(HostApiRing, MatchesTheSingleCall) {
   const Case& c = GetParam();
   WorkloadSpec spec = spec_of(48, c.causal);
   spec.seed = static_cast<uint64_t>(c.world * 10 + c.layout);
+  if (c.varlen) spec.seqlens_q = {12, 36, 24};
   Workload w = make_workload(spec);
   Resolved resolved(c.plugin, w.desc);
   ASSERT_NE(resolved.backend, nullptr);
@@ -170,12 +200,15 @@ TEST_P(HostApiRing, MatchesTheSingleCall) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, HostApiRing,
-                         ::testing::Values(Case{"n2_eager_causal_zigzag", 2, ATTNRT_RING_ZIGZAG, "eager", true},
-                                           Case{"n3_sdpa_causal_zigzag", 3, ATTNRT_RING_ZIGZAG, "sdpa", true},
-                                           Case{"n3_eager_full_contiguous", 3, ATTNRT_RING_CONTIGUOUS, "eager", false},
-                                           Case{"n2_sdpa_causal_contiguous", 2, ATTNRT_RING_CONTIGUOUS, "sdpa", true}),
-                         [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HostApiRing,
+    ::testing::Values(Case{"n2_eager_causal_zigzag", 2, ATTNRT_RING_ZIGZAG, "eager", true},
+                      Case{"n3_sdpa_causal_zigzag", 3, ATTNRT_RING_ZIGZAG, "sdpa", true},
+                      Case{"n3_eager_full_contiguous", 3, ATTNRT_RING_CONTIGUOUS, "eager", false},
+                      Case{"n2_sdpa_causal_contiguous", 2, ATTNRT_RING_CONTIGUOUS, "sdpa", true},
+                      Case{"n3_sdpa_causal_zigzag_varlen", 3, ATTNRT_RING_ZIGZAG, "sdpa", true, true},
+                      Case{"n2_eager_full_contiguous_varlen", 2, ATTNRT_RING_CONTIGUOUS, "eager", false, true}),
+    [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
 // Handles and arguments: every failure names the function and what is wrong.
 TEST(HostApiRingErrors, BadArgumentsAreNamed) {

@@ -259,5 +259,45 @@ TEST(RingSchedule, SlidingWindowCutsSteps) {
   EXPECT_EQ(cp::make_ring_plan(desc_of(48, 48, true, 0), SequenceSplit(Layout::zigzag, 4, 48, 48), 1).num_steps, 1);
 }
 
+// Varlen: one unfused call per visible (query half, key half) pair, in half indices, with the
+// global varlen fields and the largest chunk as max_seqlen; causal on the diagonal pairs only.
+// Every visible chunk pair of the two-rank zigzag is computed once across ranks and steps.
+TEST(RingSchedule, VarlenPlanIsOneCallPerHalfPair) {
+  attnrt_attention_desc d = desc_of(40, 40, true);
+  d.is_varlen = 1;
+  d.batch = 3;
+  std::set<std::pair<int, int>> pairs;
+  for (int rank = 0; rank < 2; ++rank) {
+    const cp::RingPlan plan = cp::make_varlen_ring_plan(d, Layout::zigzag, 2, rank);
+    ASSERT_EQ(plan.num_steps, 2);
+    ASSERT_EQ(plan.steps[0].calls.size(), 3u);  // two diagonals and the full pair (2N-1-r, r)
+    ASSERT_EQ(plan.steps[1].calls.size(), 2u);  // unfused: both query halves, or both key halves
+    for (const cp::RingStep& step : plan.steps) {
+      for (const BlockCall& c : step.calls) {
+        EXPECT_EQ(c.q_end - c.q_begin, 1);
+        EXPECT_EQ(c.k_end - c.k_begin, 1);
+        EXPECT_EQ(c.desc.is_varlen, 1);
+        EXPECT_EQ(c.desc.batch, 3);
+        EXPECT_EQ(c.desc.seqlen_q, 10);  // ceil(40 / 4)
+        EXPECT_EQ(c.desc.seqlen_k, 10);
+        EXPECT_EQ(c.desc.causal, c.q_chunk == c.k_chunk ? 1 : 0);
+        EXPECT_EQ(c.desc.window_left, -1);
+        EXPECT_EQ(c.desc.return_lse, 1);
+        EXPECT_GE(c.q_chunk, c.k_chunk);
+        EXPECT_TRUE(pairs.insert({c.q_chunk, c.k_chunk}).second) << c.q_chunk << " " << c.k_chunk;
+      }
+    }
+  }
+  EXPECT_EQ(pairs.size(), 10u);  // the 4 x 5 / 2 pairs with k_chunk <= q_chunk
+  d.window_left = 3;
+  try {
+    (void)cp::make_varlen_ring_plan(d, Layout::zigzag, 2, 0);
+    ADD_FAILURE() << "a window with varlen planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), ATTNRT_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("sliding windows"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace attnrt

@@ -69,6 +69,7 @@ Loaded load() {
     bind(l.library, d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
     bind(l.library, d.cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync");
     bind(l.library, d.cuMemFreeAsync, "cuMemFreeAsync");
+    bind(l.library, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     if (const CUresult r = d.cuInit(0); r != 0) {
       l.error = fmt::format("CUDA driver present but cuInit failed (CUresult {}): no usable GPU", r);
     }

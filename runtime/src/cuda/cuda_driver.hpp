@@ -70,6 +70,7 @@ struct Driver {
   CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*) = nullptr;
   CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr*, size_t, CUmemoryPool, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;  // a varlen ring's cu_seqlens
 
   // Throws attnrt::Error "<what>: CUDA error N (text)" when r is not CUDA_SUCCESS.
   void check(CUresult r, const char* what) const;

@@ -198,6 +198,14 @@ class CudaBlockOps final : public BlockOps {
             }};
   }
 
+  void upload(const void* host, void* dst, size_t bytes, void* stream) override {
+    if (bytes == 0) return;
+    d_.make_current(device_);
+    d_.check(d_.cuMemcpyHtoDAsync(reinterpret_cast<cuda::CUdeviceptr>(dst), host, bytes,
+                                  static_cast<cuda::CUstream>(stream)),
+             fmt::format("context parallel: uploading {} bytes to cuda:{}", bytes, device_.device_id).c_str());
+  }
+
   void copy(const DLTensor& src, DLTensor& dst, void* stream) override {
     same_shape(src, dst, "copy");
     k::CopyArgs a{rows_of(dst, device_, "copy destination"), rows_of(src, device_, "copy source")};

@@ -175,6 +175,10 @@ class HostBlockOps final : public BlockOps {
     return {p, [](void* q) { std::free(q); }};
   }
 
+  void upload(const void* host, void* dst, size_t bytes, void*) override {
+    if (bytes) std::memcpy(dst, host, bytes);
+  }
+
   void copy(const DLTensor& src, DLTensor& dst, void*) override {
     same_shape(src, dst, "copy");
     const Rows s = rows_of(src, "copy source"), d = rows_of(dst, "copy destination");

@@ -10,6 +10,10 @@
 namespace attnrt::cp {
 
 std::string RingSetup::what() const {
+  if (varlen) {
+    return fmt::format("rank {}'s shard (a packed batch of {} sequences, {} tokens over {} ranks, {} layout)", rank,
+                       batch, shard_q * world_size, world_size, layout_name(split.layout));
+  }
   return fmt::format("rank {}'s shard (global seqlen_q {}, seqlen_k {} over {} ranks, {} layout)", rank, split.seqlen_q,
                      split.seqlen_k, world_size, layout_name(split.layout));
 }
@@ -25,13 +29,18 @@ RingSetup ring_setup(const attnrt_attention_desc& desc, const Transport& transpo
   if (std::string why = feature_refusal(desc); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, "context parallel: " + why);
   }
-  RingSetup s{SequenceSplit(layout, transport.world_size(), desc.seqlen_q, desc.seqlen_k), RingPlan{}};
+  const int n = transport.world_size();
+  const int64_t unit = 2 * n * (layout == Layout::zigzag ? 2 : 1);  // varlen: make_varlen_ring_plan's cut
+  RingSetup s;
+  s.split =
+      desc.is_varlen ? SequenceSplit(layout, n, unit, unit) : SequenceSplit(layout, n, desc.seqlen_q, desc.seqlen_k);
   s.rank = transport.rank();
-  s.world_size = transport.world_size();
+  s.world_size = n;
+  s.varlen = desc.is_varlen != 0;
   if (std::string why = backend_refusal(backend, desc, s.split, backward); !why.empty()) {
     throw Error(ATTNRT_ERROR_UNSUPPORTED, "context parallel: " + why);
   }
-  s.plan = make_ring_plan(desc, s.split, s.rank);
+  s.plan = s.varlen ? make_varlen_ring_plan(desc, layout, n, s.rank) : make_ring_plan(desc, s.split, s.rank);
   s.batch = desc.batch;
   s.heads_q = desc.heads_q;
   s.heads_kv = desc.heads_kv;
@@ -42,6 +51,23 @@ RingSetup ring_setup(const attnrt_attention_desc& desc, const Transport& transpo
   s.dtype = dl_dtype(desc.dtype);
   s.device = desc.device;
   return s;
+}
+
+void read_cu_seqlens(RingSetup& s, const attnrt_attention_desc& desc, const DLTensor* cu_seqlens_q,
+                     const DLTensor* cu_seqlens_k) {
+  if (!s.varlen) return;
+  s.packed = varlen_shard(desc, cu_seqlens_q, cu_seqlens_k, s.split.layout, s.world_size);
+  s.shard_q = s.shard_k = s.packed.shard_rows;
+}
+
+CallSeqlens call_seqlens(const RingSetup& s, BlockOps& ops, void* stream) {
+  CallSeqlens c;
+  if (!s.varlen) return c;
+  const size_t bytes = s.packed.cu_half.size() * sizeof(int32_t);
+  c.memory = ops.allocate(bytes, stream);
+  ops.upload(s.packed.cu_half.data(), c.memory.get(), bytes, stream);
+  c.cu = TensorView(c.memory.get(), {kDLInt, 32, 1}, s.device, {static_cast<int64_t>(s.packed.cu_half.size())});
+  return c;
 }
 
 RingAttention::RingAttention(Backend& backend, Transport& transport, RingOptions options)
@@ -62,6 +88,7 @@ std::string RingAttention::unsupported_reason(const attnrt_attention_desc& desc,
 }
 
 RingPlan RingAttention::plan(const attnrt_attention_desc& desc) const {
+  if (desc.is_varlen) return make_varlen_ring_plan(desc, options_.layout, transport_.world_size(), transport_.rank());
   return make_ring_plan(desc, SequenceSplit(options_.layout, transport_.world_size(), desc.seqlen_q, desc.seqlen_k),
                         transport_.rank());
 }

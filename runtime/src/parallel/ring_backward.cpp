@@ -23,7 +23,8 @@ namespace {
 // Sized, checked and run on one rank; any error aborts the group (RingAttention::backward).
 void backward_rank(Backend& backend, Transport& transport, const RingOptions& options, BlockOps& o,
                    const attnrt_attention_desc& desc, const attnrt_backward_args& shard) {
-  const RingSetup s = ring_setup(desc, transport, options.layout, backend, true);
+  RingSetup s = ring_setup(desc, transport, options.layout, backend, true);
+  read_cu_seqlens(s, desc, shard.cu_seqlens_q, shard.cu_seqlens_k);
   const std::string what = s.what();
   check_shard("dout", shard.dout, s.out_shape(), s.dtype, s.device, what);
   check_shard("q", shard.q, s.q_shape(), s.dtype, s.device, what);
@@ -36,38 +37,60 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
   check_shard("dv", shard.dv, s.v_shape(), s.dtype, s.device, what);
   void* stream = options.stream;
 
+  // Buffers in the ring's layout (ring_setup.hpp: the caller's, or varlen's halves).
+  const int64_t rb = s.ring_batch(), rq = s.ring_q(), rk = s.ring_k();
   const size_t es = dtype_bytes(desc.dtype);
-  const int64_t k_elems = s.batch * s.shard_k * s.heads_kv * s.head_dim;
-  const int64_t v_elems = s.batch * s.shard_k * s.heads_kv * s.head_dim_v;
+  const int64_t k_elems = rb * rk * s.heads_kv * s.head_dim;
+  const int64_t v_elems = rb * rk * s.heads_kv * s.head_dim_v;
   // One buffer each: k (or dk) then v (or dv) at v_offset; blocks in the dtype, accumulators fp32.
   const size_t kv_bytes = v_offset(static_cast<size_t>(k_elems) * es) + static_cast<size_t>(v_elems) * es;
   const size_t dkv_bytes = v_offset(static_cast<size_t>(k_elems) * 4) + static_cast<size_t>(v_elems) * 4;
-  const std::vector<int64_t> q_shape = s.q_shape(), k_shape = s.k_shape(), v_shape = s.v_shape();
   // A K/V-shaped pair of tensors (k then v) in one buffer of `dtype`: a block, or an accumulator.
   auto pair_of = [&](void* base, DLDataType dtype) {
     const size_t bytes = v_offset((dtype.bits / 8) * static_cast<size_t>(k_elems));
     return std::array<TensorView, 2>{
-        TensorView(base, dtype, s.device, {k_shape[0], k_shape[1], k_shape[2], k_shape[3]}),
-        TensorView(static_cast<char*>(base) + bytes, dtype, s.device,
-                   {v_shape[0], v_shape[1], v_shape[2], v_shape[3]})};
+        TensorView(base, dtype, s.device, {rb, rk, s.heads_kv, s.head_dim}),
+        TensorView(static_cast<char*>(base) + bytes, dtype, s.device, {rb, rk, s.heads_kv, s.head_dim_v})};
   };
+  const size_t q_elems = static_cast<size_t>(rb * rq * s.heads_q * s.head_dim);
+  const size_t out_elems = static_cast<size_t>(rb * rq * s.heads_q * s.head_dim_v);
   std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes, stream), o.allocate(kv_bytes, stream)};
   std::array<std::shared_ptr<void>, 2> dkv{o.allocate(dkv_bytes, stream), o.allocate(dkv_bytes, stream)};
   const auto part_kv_mem = o.allocate(kv_bytes, stream);
-  const auto dq_acc_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * 4, stream);
-  const auto lse_rows_mem = o.allocate(static_cast<size_t>(s.batch * s.heads_q * s.shard_q) * 4, stream);
-  const auto part_dq_mem = o.allocate(static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim) * es, stream);
-  TensorView dq_acc(dq_acc_mem.get(), dl_f32(), s.device, {q_shape[0], q_shape[1], q_shape[2], q_shape[3]});
-  const TensorView part_dq(part_dq_mem.get(), s.dtype, s.device, {q_shape[0], q_shape[1], q_shape[2], q_shape[3]});
+  const auto dq_acc_mem = o.allocate(q_elems * 4, stream);
+  const auto lse_rows_mem = o.allocate(static_cast<size_t>(rb * s.heads_q * rq) * 4, stream);
+  const auto part_dq_mem = o.allocate(q_elems * es, stream);
+  TensorView dq_acc(dq_acc_mem.get(), dl_f32(), s.device, {rb, rq, s.heads_q, s.head_dim});
+  const TensorView part_dq(part_dq_mem.get(), s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim});
   const auto part_kv = pair_of(part_kv_mem.get(), s.dtype);
-  const TensorView q(*shard.q), dout(*shard.dout), out(*shard.out), lse(*shard.lse);
+  TensorView q(*shard.q), dout(*shard.dout), out(*shard.out), lse(*shard.lse);
+  std::shared_ptr<void> halves_mem;  // varlen: q, dout, out and lse in halves, one buffer
+  if (s.varlen) {
+    const size_t qb = v_offset(q_elems * es), ob = v_offset(out_elems * es);
+    halves_mem = o.allocate(qb + 2 * ob + static_cast<size_t>(rb * s.heads_q * rq) * 4, stream);
+    char* base = static_cast<char*>(halves_mem.get());
+    q = TensorView(base, s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim});
+    dout = TensorView(base + qb, s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim_v});
+    out = TensorView(base + qb + ob, s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim_v});
+    lse = TensorView(base + qb + 2 * ob, dl_f32(), s.device, {rb, s.heads_q, rq});
+    shard_to_halves(o, s.packed, *shard.q, q, stream);
+    shard_to_halves(o, s.packed, *shard.dout, dout, stream);
+    shard_to_halves(o, s.packed, *shard.out, out, stream);
+    shard_to_halves(o, s.packed, *shard.lse, lse, stream);
+  }
+  const CallSeqlens cu = call_seqlens(s, o, stream);
 
   {
     {
       auto own = pair_of(kv[0].get(), s.dtype);
       auto acc = pair_of(dkv[0].get(), dl_f32());
-      o.copy(*shard.k, *own[0], stream);
-      o.copy(*shard.v, *own[1], stream);
+      if (s.varlen) {
+        shard_to_halves(o, s.packed, *shard.k, own[0], stream);
+        shard_to_halves(o, s.packed, *shard.v, own[1], stream);
+      } else {
+        o.copy(*shard.k, *own[0], stream);
+        o.copy(*shard.v, *own[1], stream);
+      }
       o.fill(*acc[0], 0.0f, stream);
       o.fill(*acc[1], 0.0f, stream);
       o.fill(*dq_acc, 0.0f, stream);
@@ -84,40 +107,43 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
       }
       const auto block = pair_of(kv[cur].get(), s.dtype);
       for (const BlockCall& call : step.calls) {
-        const TensorView qv = q.seq_rows(call.q_begin, call.q_end), dov = dout.seq_rows(call.q_begin, call.q_end),
-                         ov = out.seq_rows(call.q_begin, call.q_end), kb = block[0].seq_rows(call.k_begin, call.k_end),
-                         vb = block[1].seq_rows(call.k_begin, call.k_end);
-        TensorView pdq = part_dq.seq_rows(call.q_begin, call.q_end),
-                   pdk = part_kv[0].seq_rows(call.k_begin, call.k_end),
-                   pdv = part_kv[1].seq_rows(call.k_begin, call.k_end);
+        const int64_t qb = call.q_begin, qe = call.q_end, kb = call.k_begin, ke = call.k_end;
+        TensorView qv = s.call_view(s.rows(q, qb, qe)), dov = s.call_view(s.rows(dout, qb, qe)),
+                   ov = s.call_view(s.rows(out, qb, qe)), kbv = s.call_view(s.rows(block[0], kb, ke)),
+                   vbv = s.call_view(s.rows(block[1], kb, ke));
+        TensorView pdq = s.rows(part_dq, qb, qe), pdk = s.rows(part_kv[0], kb, ke), pdv = s.rows(part_kv[1], kb, ke);
+        TensorView pdq_call = s.call_view(pdq), pdk_call = s.call_view(pdk), pdv_call = s.call_view(pdv);
         // The CUDA plugins take only compact LSEs: a range of the shard's rows (zigzag's one-chunk
-        // calls) is copied into a compact [batch, heads, rows] first, in stream order.
-        TensorView lv = lse.seq_rows(call.q_begin, call.q_end);
+        // calls) is copied into a compact [batch, heads, rows] first, in stream order. (Varlen's
+        // halves are compact each.)
+        TensorView lv = s.rows(lse, qb, qe);
         if (!lv.compact()) {
-          TensorView rows(lse_rows_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, call.q_end - call.q_begin});
+          TensorView rows(lse_rows_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, qe - qb});
           o.copy(*lv, *rows, stream);
           lv = rows;
         }
+        lv = s.call_view(lv);
         attnrt_backward_args a{};
         a.struct_size = sizeof a;
         a.dout = dov.dl();
         a.q = qv.dl();
-        a.k = kb.dl();
-        a.v = vb.dl();
+        a.k = kbv.dl();
+        a.v = vbv.dl();
         a.out = ov.dl();
         a.lse = lv.dl();
-        a.dq = pdq.dl();
-        a.dk = pdk.dl();
-        a.dv = pdv.dl();
+        a.dq = pdq_call.dl();
+        a.dk = pdk_call.dl();
+        a.dv = pdv_call.dl();
+        a.cu_seqlens_q = a.cu_seqlens_k = cu.get();
         backend.backward(call.desc, a, options.num_threads, stream);
-        TensorView dqa = dq_acc.seq_rows(call.q_begin, call.q_end);
+        TensorView dqa = s.rows(dq_acc, qb, qe);
         o.add(*dqa, *pdq, stream);
         if (pending_acc) {  // the accumulator of this block has to be here before adding to it
           pending_acc->wait();
           pending_acc.reset();
         }
         const auto acc = pair_of(dkv[cur_acc].get(), dl_f32());
-        TensorView dka = acc[0].seq_rows(call.k_begin, call.k_end), dva = acc[1].seq_rows(call.k_begin, call.k_end);
+        TensorView dka = s.rows(acc[0], kb, ke), dva = s.rows(acc[1], kb, ke);
         o.add(*dka, *pdk, stream);
         o.add(*dva, *pdv, stream);
       }
@@ -144,10 +170,16 @@ void backward_rank(Backend& backend, Transport& transport, const RingOptions& op
       cur_acc = 1 - cur_acc;
     }
     const auto acc = pair_of(dkv[cur_acc].get(), dl_f32());
-    DLTensor dq = *shard.dq, dk = *shard.dk, dv = *shard.dv;
-    o.copy(*dq_acc, dq, stream);
-    o.copy(*acc[0], dk, stream);
-    o.copy(*acc[1], dv, stream);
+    if (s.varlen) {
+      halves_to_shard(o, s.packed, dq_acc, *shard.dq, stream);
+      halves_to_shard(o, s.packed, acc[0], *shard.dk, stream);
+      halves_to_shard(o, s.packed, acc[1], *shard.dv, stream);
+    } else {
+      DLTensor dq = *shard.dq, dk = *shard.dk, dv = *shard.dv;
+      o.copy(*dq_acc, dq, stream);
+      o.copy(*acc[0], dk, stream);
+      o.copy(*acc[1], dv, stream);
+    }
   }
 }
 

@@ -11,10 +11,6 @@
 namespace attnrt::cp {
 
 std::string feature_refusal(const attnrt_attention_desc& d) {
-  if (d.is_varlen) {
-    return "varlen (cu_seqlens) across the global sequence is not supported by context parallelism yet: split "
-           "a padded batch [batch, seqlen, ...] instead";
-  }
   if (d.is_paged) return "a paged KV cache is not supported by context parallelism (it is for decoding)";
   if (d.has_sinks)
     return "sinks are not supported by context parallelism yet (the sink term must enter one block only)";
@@ -24,7 +20,7 @@ std::string feature_refusal(const attnrt_attention_desc& d) {
   if (ATTNRT_HAS_FIELD(&d, attnrt_attention_desc, extensions) && d.extensions) {
     return "extension blocks (flex_attention) are not supported by context parallelism";
   }
-  return "";
+  return varlen_refusal(d);  // varlen itself is supported: packed self-attention without a window
 }
 
 std::string backend_refusal(const Backend& backend, const attnrt_attention_desc& desc, const SequenceSplit& split,
@@ -33,7 +29,8 @@ std::string backend_refusal(const Backend& backend, const attnrt_attention_desc&
   // The block descriptors differ only in these fields: ask once per distinct combination.
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t>> asked;
   for (int r = 0; r < split.world_size; ++r) {
-    const RingPlan plan = make_ring_plan(desc, split, r);
+    const RingPlan plan = desc.is_varlen ? make_varlen_ring_plan(desc, split.layout, split.world_size, r)
+                                         : make_ring_plan(desc, split, r);
     for (const RingStep& step : plan.steps) {
       for (const BlockCall& c : step.calls) {
         const auto key =
@@ -42,10 +39,10 @@ std::string backend_refusal(const Backend& backend, const attnrt_attention_desc&
         std::string why = backend.unsupported_reason(c.desc);
         if (!why.empty()) {
           return fmt::format(
-              "backend {} refuses the block of query chunk {} and key chunk {} (seqlen_q {}, seqlen_k {}, causal "
+              "backend {} refuses the block of query chunk {} and key chunk {} ({}seqlen_q {}, seqlen_k {}, causal "
               "{}, window ({}, {})): {}",
-              backend.name(), c.q_chunk, c.k_chunk, c.desc.seqlen_q, c.desc.seqlen_k, c.desc.causal, c.desc.window_left,
-              c.desc.window_right, why);
+              backend.name(), c.q_chunk, c.k_chunk, c.desc.is_varlen ? "varlen, max " : "", c.desc.seqlen_q,
+              c.desc.seqlen_k, c.desc.causal, c.desc.window_left, c.desc.window_right, why);
         }
       }
     }

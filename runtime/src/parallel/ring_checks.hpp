@@ -12,7 +12,8 @@
 
 namespace attnrt::cp {
 
-// "" or why a ring cannot compute desc at all (varlen, paged, sinks, ALiBi, dropout, extensions).
+// "" or why a ring cannot compute desc at all (paged, sinks, ALiBi, dropout, extensions; varlen
+// with a window or with seqlen_q != seqlen_k).
 std::string feature_refusal(const attnrt_attention_desc& desc);
 
 // "" or the backend's reason for refusing one of the block descriptors of any rank's plan.

@@ -19,7 +19,8 @@ namespace {
 // Sized, checked and run on one rank; any error aborts the group (RingAttention::forward).
 void forward_rank(Backend& backend, Transport& transport, const RingOptions& options, BlockOps& o,
                   const attnrt_attention_desc& desc, const attnrt_forward_args& shard) {
-  const RingSetup s = ring_setup(desc, transport, options.layout, backend, false);
+  RingSetup s = ring_setup(desc, transport, options.layout, backend, false);
+  read_cu_seqlens(s, desc, shard.cu_seqlens_q, shard.cu_seqlens_k);
   const std::string what = s.what();
   check_shard("q", shard.q, s.q_shape(), s.dtype, s.device, what);
   check_shard("k", shard.k, s.k_shape(), s.dtype, s.device, what);
@@ -28,33 +29,45 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
   if (desc.return_lse) check_shard("lse", shard.lse, s.lse_shape(), dl_f32(), s.device, what);
   void* stream = options.stream;
 
-  // Buffers: two K/V blocks (the one computed on, the one arriving), the accumulators, and one
-  // partial out / LSE that every call of a step writes into (its own rows).
+  // Buffers in the ring's layout (ring_setup.hpp: the caller's, or varlen's halves): two K/V
+  // blocks (the one computed on, the one arriving), the accumulators, and one partial out / LSE
+  // that every call of a step writes into (its own rows); varlen: the queries' halves too.
+  const int64_t rb = s.ring_batch(), rq = s.ring_q(), rk = s.ring_k();
   const size_t es = dtype_bytes(desc.dtype);
-  const size_t k_bytes = static_cast<size_t>(s.batch * s.shard_k * s.heads_kv * s.head_dim) * es;
-  const size_t v_bytes = static_cast<size_t>(s.batch * s.shard_k * s.heads_kv * s.head_dim_v) * es;
-  const size_t out_elems = static_cast<size_t>(s.batch * s.shard_q * s.heads_q * s.head_dim_v);
-  const size_t lse_elems = static_cast<size_t>(s.batch * s.heads_q * s.shard_q);
+  const size_t k_bytes = static_cast<size_t>(rb * rk * s.heads_kv * s.head_dim) * es;
+  const size_t v_bytes = static_cast<size_t>(rb * rk * s.heads_kv * s.head_dim_v) * es;
+  const size_t out_elems = static_cast<size_t>(rb * rq * s.heads_q * s.head_dim_v);
+  const size_t lse_elems = static_cast<size_t>(rb * s.heads_q * rq);
   const size_t kv_bytes = v_offset(k_bytes) + v_bytes;  // one buffer: k, then v
   std::array<std::shared_ptr<void>, 2> kv{o.allocate(kv_bytes, stream), o.allocate(kv_bytes, stream)};
-  auto k_block = [&](int i) {
-    return TensorView(kv[i].get(), s.dtype, s.device, {s.batch, s.shard_k, s.heads_kv, s.head_dim});
-  };
+  auto k_block = [&](int i) { return TensorView(kv[i].get(), s.dtype, s.device, {rb, rk, s.heads_kv, s.head_dim}); };
   auto v_block = [&](int i) {
     return TensorView(static_cast<char*>(kv[i].get()) + v_offset(k_bytes), s.dtype, s.device,
-                      {s.batch, s.shard_k, s.heads_kv, s.head_dim_v});
+                      {rb, rk, s.heads_kv, s.head_dim_v});
   };
   const auto acc_out_mem = o.allocate(out_elems * 4, stream), acc_lse_mem = o.allocate(lse_elems * 4, stream);
   const auto part_out_mem = o.allocate(out_elems * es, stream), part_lse_mem = o.allocate(lse_elems * 4, stream);
-  TensorView acc_out(acc_out_mem.get(), dl_f32(), s.device, {s.batch, s.shard_q, s.heads_q, s.head_dim_v});
-  TensorView acc_lse(acc_lse_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, s.shard_q});
-  const TensorView part_out(part_out_mem.get(), s.dtype, s.device, {s.batch, s.shard_q, s.heads_q, s.head_dim_v});
-  const TensorView q(*shard.q);
+  TensorView acc_out(acc_out_mem.get(), dl_f32(), s.device, {rb, rq, s.heads_q, s.head_dim_v});
+  TensorView acc_lse(acc_lse_mem.get(), dl_f32(), s.device, {rb, s.heads_q, rq});
+  const TensorView part_out(part_out_mem.get(), s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim_v});
+  std::shared_ptr<void> q_halves_mem;
+  TensorView q(*shard.q);
+  if (s.varlen) {
+    q_halves_mem = o.allocate(static_cast<size_t>(rb * rq * s.heads_q * s.head_dim) * es, stream);
+    q = TensorView(q_halves_mem.get(), s.dtype, s.device, {rb, rq, s.heads_q, s.head_dim});
+    shard_to_halves(o, s.packed, *shard.q, q, stream);
+  }
+  const CallSeqlens cu = call_seqlens(s, o, stream);
 
   {
     TensorView k0 = k_block(0), v0 = v_block(0);
-    o.copy(*shard.k, *k0, stream);
-    o.copy(*shard.v, *v0, stream);
+    if (s.varlen) {
+      shard_to_halves(o, s.packed, *shard.k, k0, stream);
+      shard_to_halves(o, s.packed, *shard.v, v0, stream);
+    } else {
+      o.copy(*shard.k, *k0, stream);
+      o.copy(*shard.v, *v0, stream);
+    }
     o.fill(*acc_out, 0.0f, stream);
     o.fill(*acc_lse, -INFINITY, stream);  // no key seen yet: the merge's identity
     int cur = 0;
@@ -67,21 +80,23 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
       }
       const TensorView k = k_block(cur), v = v_block(cur);
       for (const BlockCall& call : step.calls) {
-        const TensorView qv = q.seq_rows(call.q_begin, call.q_end), kv_k = k.seq_rows(call.k_begin, call.k_end),
-                         kv_v = v.seq_rows(call.k_begin, call.k_end);
+        const TensorView qv = s.call_view(s.rows(q, call.q_begin, call.q_end)),
+                         kv_k = s.call_view(s.rows(k, call.k_begin, call.k_end)),
+                         kv_v = s.call_view(s.rows(v, call.k_begin, call.k_end));
         // The partial LSE compact ([batch, heads, rows] at the buffer's start), not a range of the
         // shard's rows: the CUDA plugins take only compact LSEs; the merge reads any strides.
-        TensorView po = part_out.seq_rows(call.q_begin, call.q_end),
-                   pl(part_lse_mem.get(), dl_f32(), s.device, {s.batch, s.heads_q, call.q_end - call.q_begin});
+        TensorView po = s.rows(part_out, call.q_begin, call.q_end), pl = s.call_lse(part_lse_mem.get(), call);
+        TensorView po_call = s.call_view(po), pl_call = s.call_view(pl);
         attnrt_forward_args a{};
         a.struct_size = sizeof a;
         a.q = qv.dl();
         a.k = kv_k.dl();
         a.v = kv_v.dl();
-        a.out = po.dl();
-        a.lse = pl.dl();
+        a.out = po_call.dl();
+        a.lse = pl_call.dl();
+        a.cu_seqlens_q = a.cu_seqlens_k = cu.get();
         backend.forward(call.desc, a, options.num_threads, stream);
-        TensorView ao = acc_out.seq_rows(call.q_begin, call.q_end), al = acc_lse.seq_rows(call.q_begin, call.q_end);
+        TensorView ao = s.rows(acc_out, call.q_begin, call.q_end), al = s.rows(acc_lse, call.q_begin, call.q_end);
         o.merge(*ao, *al, *po, *pl, stream);
       }
       if (pending) {
@@ -89,11 +104,16 @@ void forward_rank(Backend& backend, Transport& transport, const RingOptions& opt
         cur = 1 - cur;
       }
     }
-    DLTensor out = *shard.out;
-    o.copy(*acc_out, out, stream);
-    if (desc.return_lse) {
-      DLTensor lse = *shard.lse;
-      o.copy(*acc_lse, lse, stream);
+    if (s.varlen) {
+      halves_to_shard(o, s.packed, acc_out, *shard.out, stream);
+      if (desc.return_lse) halves_to_shard(o, s.packed, acc_lse, *shard.lse, stream);
+    } else {
+      DLTensor out = *shard.out;
+      o.copy(*acc_out, out, stream);
+      if (desc.return_lse) {
+        DLTensor lse = *shard.lse;
+        o.copy(*acc_lse, lse, stream);
+      }
     }
   }
 }

@@ -161,7 +161,11 @@ int last_visible_step(const attnrt_attention_desc& desc, const SequenceSplit& sp
 
 }  // namespace
 
-RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& split, int rank) {
+namespace {
+
+// make_ring_plan, with the fusion of fully visible pairs optional (varlen calls cannot fuse: see
+// make_varlen_ring_plan).
+RingPlan plan_of(const attnrt_attention_desc& desc, const SequenceSplit& split, int rank, bool fuse) {
   if (rank < 0 || rank >= split.world_size) {
     throw Error(fmt::format("context parallel: rank {} is outside [0, {})", rank, split.world_size));
   }
@@ -198,7 +202,7 @@ RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& 
     // Fuse: a block fully visible to the whole shard is one call; one key chunk fully visible to
     // every query chunk is one call over the whole shard; one query chunk that sees every key
     // chunk fully is one call over the whole block.
-    bool all_full = nq * nk > 1;
+    bool all_full = fuse && nq * nk > 1;
     for (int la = 0; la < nq; ++la)
       for (int lb = 0; lb < nk; ++lb) all_full = all_full && full(la, lb);
     if (all_full) {
@@ -210,7 +214,7 @@ RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& 
       for (int la = 0; la < nq; ++la)
         for (int lb = 0; lb < nk; ++lb) done[la][lb] = true;
     }
-    if (nq > 1) {
+    if (fuse && nq > 1) {
       for (int lb = 0; lb < nk; ++lb) {
         bool all = true;
         for (int la = 0; la < nq; ++la) all = all && full(la, lb) && !done[la][lb];
@@ -222,7 +226,7 @@ RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& 
         for (int la = 0; la < nq; ++la) done[la][lb] = true;
       }
     }
-    if (nk > 1) {
+    if (fuse && nk > 1) {
       for (int la = 0; la < nq; ++la) {
         bool all = true;
         for (int lb = 0; lb < nk; ++lb) all = all && full(la, lb) && !done[la][lb];
@@ -240,6 +244,72 @@ RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& 
       }
     }
     plan.steps.push_back(std::move(step));
+  }
+  return plan;
+}
+
+}  // namespace
+
+RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& split, int rank) {
+  return plan_of(desc, split, rank, true);
+}
+
+std::string varlen_refusal(const attnrt_attention_desc& desc) {
+  if (!desc.is_varlen) return "";
+  if (desc.window_left >= 0 || (!desc.causal && desc.window_right >= 0)) {
+    return fmt::format(
+        "sliding windows (window_left {}, window_right {}) with varlen are not supported by context parallelism: "
+        "which chunk pairs a window cuts, and where, depends on each sequence's chunk length, so one call can no "
+        "longer cover a chunk pair of every sequence; split a padded batch instead",
+        desc.window_left, desc.window_right);
+  }
+  if (desc.seqlen_q != desc.seqlen_k) {
+    return fmt::format(
+        "varlen context parallelism is self-attention: max_seqlen_q (desc.seqlen_q {}) must equal max_seqlen_k "
+        "(desc.seqlen_k {}), and cu_seqlens_q must equal cu_seqlens_k",
+        desc.seqlen_q, desc.seqlen_k);
+  }
+  return "";
+}
+
+/*
+ * The varlen plan. Every sequence of the packed batch is cut into num_chunks equal chunks of its
+ * own length c_i, and with seqlen_q == seqlen_k per sequence and no window the mask of a chunk
+ * pair (a, b) does not depend on c_i: b < a is fully visible, b == a is the causal diagonal (a
+ * plain causal call on equal lengths), b > a is invisible (non-causal: every pair full). So one
+ * varlen call with cu_seqlens = cumsum(c_i) on both sides computes pair (a, b) of every sequence
+ * at once, provided chunk a of every sequence is packed contiguously on the query side and chunk
+ * b on the key side: the ring's "halves" layout (half h of a shard = chunk chunks_of(rank)[h] of
+ * every sequence, packed). Pairs cannot fuse: a call over both chunks of a sequence would need
+ * them adjacent, which the halves are not. The plan of one sequence of 2 rows per chunk gives
+ * every pair's visibility and causal flag (2, not 1: a 1 x 1 diagonal would count as full).
+ */
+RingPlan make_varlen_ring_plan(const attnrt_attention_desc& desc, Layout layout, int world_size, int rank) {
+  if (std::string why = varlen_refusal(desc); !why.empty()) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, "context parallel: " + why);
+  }
+  const int chunks = world_size * (layout == Layout::zigzag ? 2 : 1);
+  attnrt_attention_desc unit = desc;
+  unit.is_varlen = 0;
+  unit.batch = 1;
+  unit.seqlen_q = unit.seqlen_k = 2 * chunks;
+  RingPlan plan = plan_of(unit, SequenceSplit(layout, world_size, 2 * chunks, 2 * chunks), rank, false);
+  // Every call's cu_seqlens are cumsum(c_i), each c_i <= max_seqlen / chunks.
+  const int32_t max_chunk = (desc.seqlen_q + chunks - 1) / chunks;
+  for (RingStep& step : plan.steps) {
+    for (BlockCall& c : step.calls) {
+      if (c.q_end - c.q_begin != 2 || c.k_end - c.k_begin != 2 || c.q_begin % 2 != 0 || c.k_begin % 2 != 0) {
+        throw Error(ATTNRT_ERROR_INTERNAL, "context parallel: a varlen block call covers part of a chunk (a bug)");
+      }
+      const int32_t causal = c.desc.causal;
+      c.q_begin /= 2, c.q_end = c.q_begin + 1;
+      c.k_begin /= 2, c.k_end = c.k_begin + 1;
+      c.desc = desc;
+      c.desc.causal = causal;
+      c.desc.window_left = c.desc.window_right = -1;
+      c.desc.return_lse = 1;
+      c.desc.seqlen_q = c.desc.seqlen_k = max_chunk;
+    }
   }
   return plan;
 }

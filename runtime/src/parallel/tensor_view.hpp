@@ -62,6 +62,17 @@ class TensorView {
     v.shape_[dim] = end - begin;
     return v;
   }
+  // The view without its dimension 0, which must have extent 1: one half of a varlen ring's
+  // [halves, rows, heads, dim] buffers as the [rows, heads, dim] a varlen call takes.
+  TensorView without_dim0() const {
+    TensorView v(*this);
+    v.t_.ndim = t_.ndim - 1;
+    std::copy(shape_ + 1, shape_ + 4, v.shape_);
+    std::copy(strides_ + 1, strides_ + 4, v.strides_);
+    v.shape_[3] = 0;
+    v.strides_[3] = 0;
+    return v;
+  }
   // Rows of the sequence dimension: dim 1 of BSHD tensors ([batch, seqlen, heads, dim]), dim 2
   // of LSEs ([batch, heads, seqlen]).
   TensorView seq_rows(int64_t begin, int64_t end) const { return slice(t_.ndim == 3 ? 2 : 1, begin, end); }

@@ -25,15 +25,33 @@
 // dimension. Backward takes dout and the forward's out and lse like out and lse, and writes dq,
 // dk, dv shaped like q, k, v: the shard's rows of the whole-sequence gradients.
 //
+// Varlen (desc.is_varlen: a packed batch of B sequences, self-attention): desc is the global
+// call's (batch B, seqlen_q = seqlen_k = the largest length), and the args carry the global call's
+// cu_seqlens_q and cu_seqlens_k ([B + 1] int32 prefix sums of the whole batch, equal, in host
+// memory: kDLCPU or kDLCUDAHost), the same on every rank. Every sequence length len_i must be a
+// multiple of the number of chunks (2N zigzag, N contiguous; else INVALID_ARGUMENT naming the
+// sequence and its length: pad each sequence, as Megatron-LM requires). Each sequence is cut into
+// chunks of c_i = len_i / (2N or N) rows, and rank r's shard is, for each sequence in order, its
+// chunks r and 2N-1-r (zigzag; contiguous: chunk r), concatenated: Megatron-LM's and
+// ring-flash-attention's varlen zigzag. So
+//   q      [total / N, heads_q, head_dim]  (k, v, out, dout, dq, dk, dv alike, packed)
+//   lse    [heads_q, total / N] float32   (the ABI's varlen LSE)
+// and the shard's own cu_seqlens would be cumsum(len_i / N). Inside, the ring repacks the shard
+// into halves (half h: chunk h of every sequence, packed), so that each visible (query half, key
+// half) pair is one varlen call with cu_seqlens = cumsum(c_i) on both sides (the mask of a chunk
+// pair is the same for every sequence); K/V blocks and dK/dV accumulators travel in halves, and
+// the results are copied back into the caller's layout at the end (docs/distributed.md).
+//
 // Supported: batch >= 1, GQA / MQA (heads_q a multiple of heads_kv), causal or not, sliding
 // window (window_left / window_right; blocks outside it are skipped, and ring steps that no rank
 // needs are neither computed nor sent), softcap, head_dim_v != head_dim, deterministic (the ring
-// order is fixed). Refused with ATTNRT_ERROR_UNSUPPORTED: varlen across the global sequence
-// (cu_seqlens: a packed batch would need per-sequence cuts of every shard), paged KV, sinks and
-// ALiBi (not yet written for merged blocks), dropout, extension blocks (flex_attention). A
-// sequence length that is not a multiple of the number of chunks is ATTNRT_ERROR_INVALID_ARGUMENT
-// (pad it). Every rank must make the same calls with the same global descriptor: the schedule is
-// computed, not negotiated.
+// order is fixed), varlen as above when the backend takes varlen calls. Refused with
+// ATTNRT_ERROR_UNSUPPORTED: varlen with a sliding window (the cut of a chunk pair by a window
+// depends on each sequence's chunk length) or with different query and key lengths (max_seqlen
+// or any sequence), paged KV, sinks and ALiBi (not yet written for merged blocks), dropout,
+// extension blocks (flex_attention). A sequence length that is not a multiple of the number of
+// chunks is ATTNRT_ERROR_INVALID_ARGUMENT (pad it). Every rank must make the same calls with the
+// same global descriptor: the schedule is computed, not negotiated.
 #pragma once
 
 #include <attnrt/plugin_abi.h>

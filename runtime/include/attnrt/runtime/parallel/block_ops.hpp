@@ -29,6 +29,11 @@ class ATTNRT_API BlockOps {
   // makes no cudaMalloc/cudaFree. Work on other streams that uses the buffer (NCCL's) must be
   // ordered before the release by events, as the NCCL transport's wait() does. CPU: `stream` unused.
   virtual std::shared_ptr<void> allocate(size_t bytes, void* stream) = 0;
+  // `bytes` from host memory at `host` to `dst` (memory from allocate): what the ring computes on
+  // the host and its calls read on the device (a varlen call's cu_seqlens). Ordered on `stream`
+  // like the other calls; `host` may be reused once upload returns (CUDA: the driver stages
+  // pageable memory before returning).
+  virtual void upload(const void* host, void* dst, size_t bytes, void* stream) = 0;
   // dst = src, converted to dst's dtype (rounding to nearest even). Same shapes.
   virtual void copy(const DLTensor& src, DLTensor& dst, void* stream) = 0;
   // Every element of dst (a float tensor) = value.

@@ -114,4 +114,18 @@ ATTNRT_API bool block_call(const attnrt_attention_desc& global, const PairMask& 
 // one call too.
 ATTNRT_API RingPlan make_ring_plan(const attnrt_attention_desc& desc, const SequenceSplit& split, int rank);
 
+// Varlen (desc.is_varlen: a packed batch of sequences of different lengths, each cut into
+// num_chunks equal chunks of its own). "" or why the ring cannot run desc as varlen: a sliding
+// window, or desc.seqlen_q != desc.seqlen_k (packed self-attention only). "" for a padded batch.
+ATTNRT_API std::string varlen_refusal(const attnrt_attention_desc& desc);
+
+// The plan of `rank` for a varlen desc, in halves: a shard's half h is chunk chunks_of(rank)[h]
+// of every sequence, packed (context_parallel.hpp), and a call's q_begin / q_end (k_begin /
+// k_end) are half indices, [h, h + 1): one varlen call per visible (query half, key half) pair,
+// unfused, with desc's fields (batch, cu_seqlens) and seqlen_q = seqlen_k = the largest chunk
+// (ceil(desc.seqlen_q / num_chunks)), causal on the diagonal pairs. plan.split is the cut of a
+// sequence of 2 rows per chunk that classified the pairs, and visible_pairs counts its pairs.
+// Throws ATTNRT_ERROR_UNSUPPORTED with varlen_refusal's reason.
+ATTNRT_API RingPlan make_varlen_ring_plan(const attnrt_attention_desc& desc, Layout layout, int world_size, int rank);
+
 }  // namespace attnrt::cp
