@@ -23,6 +23,20 @@ TEST(Cli, RunsTheEmbeddedDefault) {
   EXPECT_TRUE(contains(r.output, "1 passed, 0 failed")) << r.output;
 }
 
+// A plugin whose backward entry refuses the call (CUDA flex_attention today): run reports the
+// forward's check and the refusal as a note, and the site passes on its forward.
+TEST(Cli, RunReportsABackwardRefusedAtCallTimeAndKeepsTheForward) {
+  test::TempDir dir;
+  const auto config = dir.path() / "refuser.yaml";
+  std::ofstream(config) << "attn_implementation: " << (test::fixtures() / "flawed/backward_refuser").string()
+                        << "\nworkload: {batch: 1, seqlen_q: 16, heads_q: 2, head_dim: 16, dtype: fp32}\n";
+  const auto r = run_cli("run " + config.string() + " --iterations 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "backward not run: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "backward_refuser has no backward for any call yet")) << r.output;
+  EXPECT_TRUE(contains(r.output, "1 passed, 0 failed")) << r.output;
+}
+
 TEST(Cli, VerlActorEagerOverrideCriticDefaultChain) {
   const auto r = run_cli(
       "run configs/examples/verl_ppo.yaml +actor_rollout_ref.model.override_config.attn_implementation=eager --json "

@@ -93,20 +93,31 @@ SiteRun run_site(Resolver& resolver, const std::string& site, const std::string&
       const ReferenceBackward gref = reference_backward(desc, fwd, *w.dout.dl(), ref_mods);
       if (flex) flex->check_reads();
       dw.poison_backward_outputs();
-      backend.backward(desc, dbwd, threads);
-      dw.download_backward_outputs();
-      r.backward_checked = true;
-      r.err_dq = max_abs_error(*w.dq.dl(), gref.dq);
-      r.err_dk = max_abs_error(*w.dk.dl(), gref.dk);
-      r.err_dv = max_abs_error(*w.dv.dl(), gref.dv);
-      r.err_dsinks = desc.has_sinks ? max_abs_error(*w.dsinks.dl(), gref.dsinks) : 0.0;
-      r.tol_grad = 2 * output_tolerance(desc.dtype);
-      ok = ok && within(r.err_dq, r.tol_grad, max_abs(gref.dq)) && within(r.err_dk, r.tol_grad, max_abs(gref.dk)) &&
-           within(r.err_dv, r.tol_grad, max_abs(gref.dv)) &&
-           (!desc.has_sinks || within(r.err_dsinks, r.tol_grad, max_abs(gref.dsinks)));
-      r.backward_ms = time_ms([&] { backend.backward(desc, dbwd, threads); });
-      r.backward_tflops = 2.5 * forward_flops / (r.backward_ms * 1e-3) / 1e12;
-      r.workspace_bytes = std::max(r.workspace_bytes, backend.workspace_bytes());
+      bool refused = false;
+      try {
+        backend.backward(desc, dbwd, threads);
+      } catch (const Error& e) {
+        // A plugin with a backward entry that refuses this call (the ABI has no backward support
+        // query): the forward's result stands, and the refusal is reported, not a failure.
+        if (e.status() != ATTNRT_ERROR_UNSUPPORTED) throw;
+        r.backward_note = std::string("backward not run: ") + e.what();
+        refused = true;
+      }
+      if (!refused) {
+        dw.download_backward_outputs();
+        r.backward_checked = true;
+        r.err_dq = max_abs_error(*w.dq.dl(), gref.dq);
+        r.err_dk = max_abs_error(*w.dk.dl(), gref.dk);
+        r.err_dv = max_abs_error(*w.dv.dl(), gref.dv);
+        r.err_dsinks = desc.has_sinks ? max_abs_error(*w.dsinks.dl(), gref.dsinks) : 0.0;
+        r.tol_grad = 2 * output_tolerance(desc.dtype);
+        ok = ok && within(r.err_dq, r.tol_grad, max_abs(gref.dq)) && within(r.err_dk, r.tol_grad, max_abs(gref.dk)) &&
+             within(r.err_dv, r.tol_grad, max_abs(gref.dv)) &&
+             (!desc.has_sinks || within(r.err_dsinks, r.tol_grad, max_abs(gref.dsinks)));
+        r.backward_ms = time_ms([&] { backend.backward(desc, dbwd, threads); });
+        r.backward_tflops = 2.5 * forward_flops / (r.backward_ms * 1e-3) / 1e12;
+        r.workspace_bytes = std::max(r.workspace_bytes, backend.workspace_bytes());
+      }
     }
     r.tensor_bytes = w.tensor_bytes();
     r.peak_rss_kb = peak_rss_kb();
