@@ -1,9 +1,12 @@
 // attnrt resolve [CONFIG] [OVERRIDES...] [--json]: which backend each attention site gets for
-// the config's workload on this machine, and every reason a candidate was passed over.
+// the config's workload on this machine, and every reason a candidate was passed over. A site
+// with flex_attention mods (attnrt.flex.<site>) resolves with its flex block attached, as
+// `attnrt run` calls it, so the two name the same backend.
 #include "commands.hpp"
 #include "options.hpp"
 #include "table.hpp"
 
+#include <attnrt/harness/flex_config.hpp>
 #include <attnrt/harness/workload.hpp>
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/runtime.hpp>
@@ -38,11 +41,29 @@ int resolve_command(const CommonArgs& args) {
   if (rt.sites().sites.empty())
     throw Error("the configuration has no attention site (no attn_implementation or override_config)");
 
+  std::vector<std::string> site_names;
+  for (const Site& site : rt.sites().sites) site_names.push_back(site.name);
+  const FlexSpecs flex_specs = read_flex(rt.config(), site_names);
+
   nlohmann::json j = nlohmann::json::array();
   Table table({"SITE", "REQUESTED", "FROM", "DEVICE", "CHOSEN", "REJECTED (REASON)"});
   int failures = 0;
   for (const Site& site : rt.sites().sites) {
-    const Resolution r = rt.resolver().resolve(site.name, site.value, workload.desc);
+    attnrt_attention_desc desc = workload.desc;
+    std::unique_ptr<FlexCall> flex;  // owns what the attached block points at
+    Resolution r;
+    if (auto it = flex_specs.find(site.name); it != flex_specs.end()) {
+      try {
+        flex = std::make_unique<FlexCall>(it->second, workload);
+        rt.resolver().bind_device(desc);
+        flex->attach(desc, desc.device);
+      } catch (const Error& e) {
+        r.site = site.name;
+        r.requested = site.value;
+        r.error = e.what();
+      }
+    }
+    if (r.error.empty()) r = rt.resolver().resolve(site.name, site.value, desc);
     const std::string from = site.implicit ? "default_implementation" : site.origin.describe();
     table.add({site.name, shorten_for_message(site.value), from, r.device, r.ok() ? r.chosen : "(none)",
                rejected_summary(r)});

@@ -44,6 +44,25 @@ TEST(FlexFromConfig, RunPassesAgainstTheReferenceWithTheSameModsForwardAndBackwa
   EXPECT_TRUE(contains(t.output, "attn_implementation: flex_attention mods: score_mod (+grad), mask_mod")) << t.output;
 }
 
+// resolve attaches the site's flex block as run does, so both name the same backend: under auto,
+// sdpa and eager are passed over with the extension's reason and flex_attention is chosen.
+TEST(FlexFromConfig, ResolveSeesTheModsAsRunDoes) {
+  const auto r = run_cli("resolve " + kExample + " attn_implementation=auto --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find("[\n")));
+  ASSERT_EQ(j.size(), 1u) << r.output;
+  EXPECT_EQ(j[0]["chosen"], "flex_attention") << r.output;
+  bool sdpa_passed_over = false;
+  for (const auto& a : j[0]["attempts"]) {
+    if (a["candidate"] == "sdpa") sdpa_passed_over = contains(a["rejected_because"], "extension 'flex_attention'");
+  }
+  EXPECT_TRUE(sdpa_passed_over) << r.output;
+  // A mod that does not compile fails the site's resolution with the compiler's message.
+  const auto bad = run_cli("resolve " + kExample + " '++attnrt.flex.attn_implementation.score_mod=score +'");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "score_mod")) << bad.output;
+}
+
 // The deliberate mismatch: with broadcast_batch the block mask is built from sequence 0's
 // documents alone, which sequence 1 does not share, so the plugin skips blocks (and trusts "full"
 // blocks) that mask_mod says otherwise about; the reference, evaluating mask_mod on every pair,
