@@ -7,6 +7,7 @@
 // per device whose release threshold keeps the memory between calls: steady state allocates
 // nothing from the OS, and the framework's default pool is left alone.
 #include "../cuda/cuda_driver.hpp"
+#include "block_rows.hpp"
 #include "cuda_block_kernels.hpp"
 
 #include <attnrt/runtime/error.hpp>
@@ -117,9 +118,6 @@ const DeviceKernels& kernels_for(DLDevice device) {
 }
 
 k::Rows rows_of(const DLTensor& t, DLDevice device, const char* what) {
-  if (t.ndim < 1 || t.ndim > 4) {
-    throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {} has {} dimensions (1 to 4)", what, t.ndim));
-  }
   if (t.device.device_type != kDLCUDA || t.device.device_id != device.device_id) {
     throw Error(ATTNRT_ERROR_INTERNAL,
                 fmt::format("context parallel: {} is not on cuda:{} (device_type {}, id {})", what, device.device_id,
@@ -136,27 +134,13 @@ k::Rows rows_of(const DLTensor& t, DLDevice device, const char* what) {
     throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {} is not float32, float16 or bfloat16", what));
   }
   r.base = static_cast<char*>(t.data) + t.byte_offset;
-  int64_t stride[4]{}, compact = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    stride[d] = t.strides ? t.strides[d] : compact;
-    compact *= t.shape[d];
+  const RowLayout l = row_layout(t, what);
+  for (int d = 0; d < 3; ++d) {
+    r.shape[d] = l.shape[d];
+    r.stride[d] = l.stride[d];
   }
-  if (stride[t.ndim - 1] != 1 && t.shape[t.ndim - 1] > 1) {
-    throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {}'s last dimension is not contiguous", what));
-  }
-  r.cols = t.shape[t.ndim - 1];
-  const int lead = t.ndim - 1;
-  for (int d = 0; d < lead; ++d) {
-    r.shape[3 - lead + d] = t.shape[d];
-    r.stride[3 - lead + d] = stride[d];
-  }
+  r.cols = l.cols;
   return r;
-}
-
-void same_shape(const DLTensor& a, const DLTensor& b, const char* what) {
-  bool same = a.ndim == b.ndim;
-  for (int d = 0; same && d < a.ndim; ++d) same = a.shape[d] == b.shape[d];
-  if (!same) throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {}: shapes differ", what));
 }
 
 int64_t rows(const k::Rows& r) { return r.shape[0] * r.shape[1] * r.shape[2]; }

@@ -1,5 +1,7 @@
 // BlockOps on the CPU (block_ops.hpp): plain loops over rows of up to 4-dimensional strided
 // tensors; the merge is lse_merge.hpp's, the code the CUDA kernel shares (cuda_block_kernels.cu).
+#include "block_rows.hpp"
+
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/parallel/block_ops.hpp>
 #include <attnrt/runtime/parallel/lse_merge.hpp>
@@ -124,37 +126,19 @@ struct Rows {
 };
 
 Rows rows_of(const DLTensor& t, const char* what) {
-  if (t.ndim < 1 || t.ndim > 4) {
-    throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {} has {} dimensions (1 to 4)", what, t.ndim));
-  }
   if (t.device.device_type != kDLCPU) {
     throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {} is not in host memory", what));
   }
   Rows r;
   r.kind = kind_of(t, what);
   r.base = static_cast<char*>(t.data) + t.byte_offset;
-  std::array<int64_t, 4> stride{};
-  int64_t compact = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    stride[d] = t.strides ? t.strides[d] : compact;
-    compact *= t.shape[d];
+  const RowLayout l = row_layout(t, what);
+  for (int d = 0; d < 3; ++d) {
+    r.shape[d] = l.shape[d];
+    r.stride[d] = l.stride[d];
   }
-  if (stride[t.ndim - 1] != 1 && t.shape[t.ndim - 1] > 1) {
-    throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {}'s last dimension is not contiguous", what));
-  }
-  r.cols = t.shape[t.ndim - 1];
-  const int lead = t.ndim - 1;  // 0 to 3 row dimensions, right-aligned into shape[0..3)
-  for (int d = 0; d < lead; ++d) {
-    r.shape[3 - lead + d] = t.shape[d];
-    r.stride[3 - lead + d] = stride[d];
-  }
+  r.cols = l.cols;
   return r;
-}
-
-void same_shape(const DLTensor& a, const DLTensor& b, const char* what) {
-  bool same = a.ndim == b.ndim;
-  for (int d = 0; same && d < a.ndim; ++d) same = a.shape[d] == b.shape[d];
-  if (!same) throw Error(ATTNRT_ERROR_INTERNAL, fmt::format("context parallel: {}: shapes differ", what));
 }
 
 template <class Body>
