@@ -2,7 +2,7 @@
 # On a machine with two GPUs of one host: attnrt.torch.context_parallel_attention against torch's
 # SDPA (tests/gpu/cp_torch_check.py under torchrun, one process per GPU), with the package that
 # tools/gpu_stage_python.sh staged in .gpu-py/. Arguments go to the check
-# (--implementations, --seqlens, --causal, --layout). Output also in $OUT/cp_torch_check.txt.
+# (--implementations, --seqlens, --causal, --layout, --varlen). Output also in $OUT/cp_torch_check.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # NVLink multicast stays off (the GPU machines' rule; the check sets the same itself).

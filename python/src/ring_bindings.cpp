@@ -171,7 +171,8 @@ void bind_context_parallel(nb::module_& m) {
       .def(
           "forward",
           [](Ring& self, const attnrt_attention_desc& desc, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
-             nb::ndarray<> out, OptArray lse, OptArray sinks, uintptr_t stream, int32_t num_threads) {
+             nb::ndarray<> out, OptArray lse, OptArray sinks, uintptr_t stream, int32_t num_threads,
+             OptArray cu_seqlens_q, OptArray cu_seqlens_k) {
             Call c;
             attnrt_forward_args a{};
             a.struct_size = sizeof a;
@@ -181,6 +182,8 @@ void bind_context_parallel(nb::module_& m) {
             a.out = c.add(out);
             a.lse = c.add(lse);
             a.sinks = c.add(sinks);
+            a.cu_seqlens_q = c.add(cu_seqlens_q);
+            a.cu_seqlens_k = c.add(cu_seqlens_k);
             Message msg;
             attnrt_status status;
             {
@@ -192,12 +195,16 @@ void bind_context_parallel(nb::module_& m) {
           },
           nb::arg("desc"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none() = nb::none(),
           nb::arg("sinks").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0,
-          "Forward on this rank's shard (attnrt_ring_forward): desc global, q/k/v/out/lse the shard's")
+          nb::arg("cu_seqlens_q").none() = nb::none(), nb::arg("cu_seqlens_k").none() = nb::none(),
+          "Forward on this rank's shard (attnrt_ring_forward): desc global, q/k/v/out/lse the shard's; varlen "
+          "(desc.is_varlen): q/k/v/out packed [total / N, heads, dim], lse [heads, total / N], cu_seqlens_q/k the "
+          "whole batch's [batch + 1] int32 prefix sums in host memory")
       .def(
           "backward",
           [](Ring& self, const attnrt_attention_desc& desc, nb::ndarray<> dout, nb::ndarray<> q, nb::ndarray<> k,
              nb::ndarray<> v, nb::ndarray<> out, nb::ndarray<> lse, nb::ndarray<> dq, nb::ndarray<> dk,
-             nb::ndarray<> dv, OptArray sinks, uintptr_t stream, int32_t num_threads) {
+             nb::ndarray<> dv, OptArray sinks, uintptr_t stream, int32_t num_threads, OptArray cu_seqlens_q,
+             OptArray cu_seqlens_k) {
             Call c;
             attnrt_backward_args a{};
             a.struct_size = sizeof a;
@@ -211,6 +218,8 @@ void bind_context_parallel(nb::module_& m) {
             a.dk = c.add(dk);
             a.dv = c.add(dv);
             a.sinks = c.add(sinks);
+            a.cu_seqlens_q = c.add(cu_seqlens_q);
+            a.cu_seqlens_k = c.add(cu_seqlens_k);
             Message msg;
             attnrt_status status;
             {
@@ -222,7 +231,9 @@ void bind_context_parallel(nb::module_& m) {
           },
           nb::arg("desc"), nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse"),
           nb::arg("dq"), nb::arg("dk"), nb::arg("dv"), nb::arg("sinks").none() = nb::none(), nb::arg("stream") = 0,
-          nb::arg("num_threads") = 0, "Backward on this rank's shard (attnrt_ring_backward): dq, dk, dv written");
+          nb::arg("num_threads") = 0, nb::arg("cu_seqlens_q").none() = nb::none(),
+          nb::arg("cu_seqlens_k").none() = nb::none(),
+          "Backward on this rank's shard (attnrt_ring_backward): dq, dk, dv written; varlen as forward");
 }
 
 }  // namespace attnrt_python

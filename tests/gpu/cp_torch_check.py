@@ -25,9 +25,19 @@ is a failure row with its message. Prints a table on rank 0; exit status 1 on an
 The backend the global descriptor resolves to must be the implementation named (a fallback,
 logged with its reason, fails the case).
 
+Packed batches (varlen): --varlen L1,L2,... adds, for each implementation and causal setting, one
+case of a packed batch of sequences of those lengths (each a multiple of 2 x world size for
+zigzag, of the world size for contiguous): q, k, v, dout [total, heads, head_dim], the global
+cu_seqlens on the host (a CPU int32 tensor), each rank's packed shard cut per sequence
+(context_parallel_shard with cu_seqlens), context_parallel_attention with cu_seqlens, the shards
+gathered and put back with context_parallel_unshard(..., cu_seqlens=). The reference and torch's
+bf16 SDPA run sequence by sequence (the same functions, batch 1), and the comparison is the one
+above on the packed tensors (lse [heads, total]). --seqlens '' skips the padded cases.
+
 Run (two GPUs of one host; NVLink multicast stays off, the machine's rule):
   NCCL_NVLS_ENABLE=0 torchrun --nproc-per-node 2 tests/gpu/cp_torch_check.py \\
-      [--implementations flash_attention_2,flash_attention_3] [--seqlens 8192,32768] [--layout zigzag]
+      [--implementations flash_attention_2,flash_attention_3] [--seqlens 8192,32768] [--layout zigzag] \\
+      [--varlen 8192,16384,40960]
 PYTHONPATH must reach an attnrt package with this tree's extension module and the CUDA plugins
 (flash_attention_2, flash_attention_3) in attnrt/lib/attnrt/plugins/, LD_LIBRARY_PATH the
 libraries libattnrt needs: tools/gpu_stage_python.sh stages both in .gpu-py/ and
@@ -65,7 +75,9 @@ FLOOR = 1e-3  # bf16, times max(1, max |reference|)
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--implementations", default="flash_attention_2,flash_attention_3")
-    p.add_argument("--seqlens", default="8192,32768", help="global sequence lengths")
+    p.add_argument("--seqlens", default="8192,32768", help="global sequence lengths ('': no padded cases)")
+    p.add_argument("--varlen", default="", help="lengths of the sequences of one packed batch (varlen case; "
+                   "'': none)")
     p.add_argument("--causal", default="0,1")
     p.add_argument("--layout", default="zigzag", choices=["zigzag", "contiguous"])
     p.add_argument("--batch", type=int, default=1)
@@ -86,22 +98,40 @@ def global_inputs(a, seqlen, seed, device):
     return q, k, v, dout
 
 
-def gather(shard, world, layout, dim=1):
-    """Every rank's shard of a tensor (all_gather) put back in global sequence order."""
+def packed_inputs(a, lens, seed, device):
+    """The same bf16 q, k, v, dout [total, heads, head_dim] of a packed batch of sequences of
+    lengths `lens` on every rank (one seed), and its cu_seqlens: a CPU int32 tensor, since the
+    ring reads the lengths on the host."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    total = sum(lens)
+    q, k, v, dout = (torch.randn(s, generator=g, device=device).to(torch.bfloat16)
+                     for s in ((total, a.heads, a.head_dim), (total, a.kv_heads, a.head_dim),
+                               (total, a.kv_heads, a.head_dim), (total, a.heads, a.head_dim)))
+    cu = torch.tensor([0] + list(lens)).cumsum(0).to(torch.int32)
+    return q, k, v, dout, cu
+
+
+def gather(shard, world, layout, dim=1, cu_seqlens=None):
+    """Every rank's shard of a tensor (all_gather) put back in global sequence order (a packed
+    batch's with cu_seqlens)."""
     parts = [torch.empty_like(shard) for _ in range(world)]
     dist.all_gather(parts, shard.contiguous())
-    return at.context_parallel_unshard(parts, layout, dim)
+    return at.context_parallel_unshard(parts, layout, dim, cu_seqlens=cu_seqlens)
 
 
-def run_attnrt(a, impl, causal, q, k, v, dout, rank, world):
+def run_attnrt(a, impl, causal, q, k, v, dout, rank, world, cu_seqlens=None):
     """context_parallel_attention forward and backward on this rank's shards; the global out,
-    lse, dq, dk, dv (gathered), or the error message (every rank's, joined) if any rank failed."""
-    shards = [at.context_parallel_shard(t, rank, world, a.layout).contiguous().requires_grad_() for t in (q, k, v)]
+    lse, dq, dk, dv (gathered), or the error message (every rank's, joined) if any rank failed.
+    cu_seqlens: q, k, v, dout are a packed batch [total, heads, dim] with these global offsets."""
+    seq_dim, lse_dim = (1, 2) if cu_seqlens is None else (0, 1)
+    shards = [at.context_parallel_shard(t, rank, world, a.layout, seq_dim, cu_seqlens=cu_seqlens).contiguous()
+              .requires_grad_() for t in (q, k, v)]
     error = ""
     try:
         out, lse = at.context_parallel_attention(*shards, implementation=impl, causal=causal, layout=a.layout,
-                                                 return_lse=True)
-        out.backward(at.context_parallel_shard(dout, rank, world, a.layout).contiguous())
+                                                 return_lse=True, cu_seqlens=cu_seqlens)
+        out.backward(at.context_parallel_shard(dout, rank, world, a.layout, seq_dim, cu_seqlens=cu_seqlens)
+                     .contiguous())
         if q.is_cuda:
             torch.cuda.synchronize()  # a failure on the GPU surfaces here, inside the try
     except Exception as e:  # any rank's failure must reach the others, or they wait in all_gather
@@ -111,8 +141,9 @@ def run_attnrt(a, impl, causal, q, k, v, dout, rank, world):
     dist.all_gather_object(errors, error)
     if any(errors):
         return None, " | ".join(f"rank {r}: {e}" for r, e in enumerate(errors) if e)
-    got = [gather(out.detach(), world, a.layout), gather(lse, world, a.layout, dim=2)]
-    got += [gather(s.grad, world, a.layout) for s in shards]
+    got = [gather(out.detach(), world, a.layout, seq_dim, cu_seqlens),
+           gather(lse, world, a.layout, lse_dim, cu_seqlens)]
+    got += [gather(s.grad, world, a.layout, seq_dim, cu_seqlens) for s in shards]
     return got, ""
 
 
@@ -204,6 +235,54 @@ def check_case(a, impl, causal, seqlen, rank, world, device):
     pairs = [("out", got[0][:, :, h0:h1], base[0][:, :, h0:h1], ref[0]), ("lse", got[1][:, h0:h1], None, ref[1]),
              ("dq", got[2][:, :, h0:h1], base[1][:, :, h0:h1], ref[2]), ("dk", got[3], base[2], ref[3]),
              ("dv", got[4], base[3], ref[4])]
+    return compare(case, pairs, f"attnrt backend {used}; torch bf16 SDPA with {how}", t0, rank, device)
+
+
+def check_varlen_case(a, impl, causal, lens, rank, world, device):
+    """One packed batch (varlen) on every rank: (comparisons, failures); rank 0 prints them. The
+    reference and torch's bf16 SDPA run per sequence (batch 1) and are packed back."""
+    case = f"{impl} {'causal' if causal else 'full'} {'+'.join(map(str, lens))}"
+    t0 = time.time()
+    q, k, v, dout, cu = packed_inputs(a, lens, a.seed + sum(lens) + causal, device)
+    got, error = run_attnrt(a, impl, causal, q, k, v, dout, rank, world, cu_seqlens=cu)
+    # The backend the ring's global varlen descriptor resolved to (the call's own cache entry).
+    shard_q = q.shape[0] // world
+    varlen = (len(lens), max(lens))
+    params = (1.0 / math.sqrt(a.head_dim), bool(causal), -1, -1, 0.0)
+    try:
+        used = _cp._resolve(q[:shard_q], k[:shard_q], v[:shard_q], world, False, impl, params, varlen)[0].name
+    except attnrt.Error as e:
+        used = f"nothing ({e})"
+    if not error and used != impl:
+        error = f"{impl} resolved to {used} (the log above says why)"
+    if error:
+        if rank == 0:
+            print(f"{case:<40} FAIL {error}", flush=True)
+        return 1, 1
+    heads = list(range(rank * a.heads // world, (rank + 1) * a.heads // world))
+    h0, h1 = heads[0], heads[-1] + 1
+    base, ref = [], []
+    for i in range(len(lens)):
+        s = slice(int(cu[i]), int(cu[i + 1]))
+        one = [t[s].unsqueeze(0) for t in (q, k, v, dout)]  # [1, len, heads, dim]
+        b, how = run_torch_bf16(*one, causal)
+        base.append([t[0] for t in b])
+        ref.append(reference_heads(*one, causal, heads))
+        del one, b
+    base = [torch.cat([p[j] for p in base], 0) for j in range(4)]  # out, dq, dk, dv packed
+    # out, dq, dk, dv [total, heads, dim] and lse [heads, total] of this rank's query heads.
+    ref = [torch.cat([p[j][0] for p in ref], 1 if j == 1 else 0) for j in range(5)]
+    dist.all_reduce(ref[3])
+    dist.all_reduce(ref[4])
+    pairs = [("out", got[0][:, h0:h1], base[0][:, h0:h1], ref[0]), ("lse", got[1][h0:h1], None, ref[1]),
+             ("dq", got[2][:, h0:h1], base[1][:, h0:h1], ref[2]), ("dk", got[3], base[2], ref[3]),
+             ("dv", got[4], base[3], ref[4])]
+    return compare(case, pairs, f"attnrt backend {used}; torch bf16 SDPA per sequence with {how}", t0, rank, device)
+
+
+def compare(case, pairs, note, t0, rank, device):
+    """FlashAttention's rule on each (what, attnrt, torch or None, reference) of `pairs`, the
+    errors reduced with MAX over the ranks: (comparisons, failures); rank 0 prints the rows."""
     values = []
     for _, g, b, r in pairs:
         values += [max_error(g, r).item(), max_error(b, r).item() if b is not None else 0.0, r.abs().max().item()]
@@ -218,7 +297,7 @@ def check_case(a, impl, causal, seqlen, rank, world, device):
             shown = f"{torch_err:10.3e}" if b is not None else f"{'-':>10}"
             print(f"{case:<40} {what:<4} {err:10.3e} {shown} {floor:9.1e}  {'PASS' if ok else 'FAIL'}", flush=True)
     if rank == 0:
-        print(f"{'':<40} ({time.time() - t0:.1f} s; attnrt backend {used}; torch bf16 SDPA with {how})", flush=True)
+        print(f"{'':<40} ({time.time() - t0:.1f} s; {note})", flush=True)
     return len(pairs), failures
 
 
@@ -235,6 +314,11 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     if a.heads % world or a.heads % a.kv_heads:
         raise SystemExit(f"--heads {a.heads} must be a multiple of the world size {world} and of --kv-heads")
+    lens = [int(x) for x in a.varlen.split(",") if x]
+    chunks = 2 * world if a.layout == "zigzag" else world
+    if any(n <= 0 or n % chunks for n in lens):
+        raise SystemExit(f"--varlen {a.varlen}: every length must be a positive multiple of {chunks} ({a.layout} "
+                         f"layout over {world} ranks)")
     if rank == 0:
         nccl = torch.cuda.nccl.version()
         library = (_cp._nccl_library() or os.environ.get("ATTNRT_NCCL_LIBRARY")
@@ -248,8 +332,12 @@ def main():
     t_start = time.time()
     for impl in a.implementations.split(","):
         for causal in (bool(int(c)) for c in a.causal.split(",")):
-            for seqlen in (int(s) for s in a.seqlens.split(",")):
+            for seqlen in (int(s) for s in a.seqlens.split(",") if s):
                 n, bad = check_case(a, impl, causal, seqlen, rank, world, device)
+                rows, failures = rows + n, failures + bad
+                torch.cuda.empty_cache()
+            if lens:
+                n, bad = check_varlen_case(a, impl, causal, lens, rank, world, device)
                 rows, failures = rows + n, failures + bad
                 torch.cuda.empty_cache()
     if rank == 0:

@@ -66,3 +66,22 @@ def test_a_fallback_and_a_refusal_fail(one_rank, capsys):
     one_rank["wrap"] = refuse
     assert check.check_case(Args, "sdpa", True, 64, 0, 1, torch.device("cpu")) == (1, 1)
     assert "rank 0: UnsupportedError: context parallel: no BlockOps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_varlen_ring_passes(one_rank, causal, capsys):
+    # A packed batch of three sequences: the shards cut per sequence, the reference and torch's
+    # bf16 SDPA per sequence, compared on the packed tensors.
+    assert check.check_varlen_case(Args, "sdpa", causal, [16, 48, 32], 0, 1, torch.device("cpu")) == (5, 0)
+    table = capsys.readouterr().out
+    assert table.count("PASS") == 5 and f"sdpa {'causal' if causal else 'full'} 16+48+32" in table
+    assert "attnrt backend sdpa; torch bf16 SDPA per sequence" in table
+
+
+def test_a_wrong_varlen_result_fails(one_rank, capsys):
+    # Rows of the output swapped between the first two sequences: each compared row is another
+    # sequence's, which the per-sequence reference must see.
+    one_rank["wrap"] = lambda out: torch.cat((out[16:32], out[:16], out[32:]))
+    rows, failures = check.check_varlen_case(Args, "sdpa", True, [16, 16, 32], 0, 1, torch.device("cpu"))
+    assert rows == 5 and failures >= 1
+    assert "FAIL" in capsys.readouterr().out

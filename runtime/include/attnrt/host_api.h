@@ -248,9 +248,9 @@ ATTNRT_HOST_API void attnrt_ring_destroy(attnrt_ring* ring);
 /* Why this ring cannot run `desc` forward (is_backward 0) or backward (1): written into `reason`
  * ("" when it can), ATTNRT_OK returned either way (ATTNRT_ERROR_INVALID_ARGUMENT only for a NULL
  * ring, desc or reason). Checks what forward/backward refuse before anything is sent, for every
- * rank's blocks, so all ranks answer alike: varlen (cu_seqlens), paged KV, sinks, ALiBi, dropout,
- * extension blocks, a sequence the layout cannot cut into equal chunks, the backend's own
- * refusal of a block, and (for now) any device but the CPU. */
+ * rank's blocks, so all ranks answer alike: varlen with a window or with unequal query and key
+ * lengths, paged KV, sinks, ALiBi, dropout, extension blocks, a sequence the layout cannot cut
+ * into equal chunks, the backend's own refusal of a block, and (for now) any device but the CPU. */
 ATTNRT_HOST_API attnrt_status attnrt_ring_unsupported_reason(const attnrt_ring* ring, const attnrt_attention_desc* desc,
                                                              int32_t is_backward, attnrt_message* reason);
 
@@ -261,6 +261,10 @@ ATTNRT_HOST_API attnrt_status attnrt_ring_unsupported_reason(const attnrt_ring* 
  *   out  [batch, shard_q, heads_q,  head_dim_v]    written: this shard's rows of the whole out
  *   lse  [batch, heads_q, shard_q] float32         written when desc->return_lse (backward needs it)
  * q, k, v, out in desc->dtype, any strides with a contiguous last dimension, on desc->device.
+ * Varlen (desc->is_varlen, packed self-attention): q, k, v, out are packed [total / N, heads, dim]
+ * (each sequence cut into the layout's chunks of its own length), lse [heads_q, total / N], and
+ * args->cu_seqlens_q / _k the whole batch's [batch + 1] int32 prefix sums in host memory (kDLCPU or
+ * kDLCUDAHost), the same on every rank (context_parallel.hpp).
  * num_threads: CPU threads per block call (0: default); stream: the compute stream (CUDA) or NULL.
  * Errors: a malformed shard is ATTNRT_ERROR_INVALID_ARGUMENT naming the tensor and both shapes; a
  * refusal (attnrt_ring_unsupported_reason's) ATTNRT_ERROR_UNSUPPORTED with the reason; another
