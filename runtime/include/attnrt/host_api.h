@@ -250,7 +250,8 @@ ATTNRT_HOST_API void attnrt_ring_destroy(attnrt_ring* ring);
  * ring, desc or reason). Checks what forward/backward refuse before anything is sent, for every
  * rank's blocks, so all ranks answer alike: varlen with a window or with unequal query and key
  * lengths, paged KV, sinks, ALiBi, dropout, extension blocks, a sequence the layout cannot cut
- * into equal chunks, the backend's own refusal of a block, and (for now) any device but the CPU. */
+ * into equal chunks, the backend's own refusal of a block, and CUDA tensors in a libattnrt built
+ * without nvcc (no CUDA BlockOps kernels). */
 ATTNRT_HOST_API attnrt_status attnrt_ring_unsupported_reason(const attnrt_ring* ring, const attnrt_attention_desc* desc,
                                                              int32_t is_backward, attnrt_message* reason);
 
