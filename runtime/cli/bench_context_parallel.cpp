@@ -5,7 +5,8 @@
 // for them; under torchrun (RANK, WORLD_SIZE, LOCAL_RANK in the environment) each process is
 // the rank torchrun says, on cuda:LOCAL_RANK. Rank 0 makes the NCCL unique id and passes it
 // through a file (--cp-id-file; the launcher makes a private one, torchrun jobs name one on a
-// filesystem all ranks see, default /tmp/attnrt_cp_<MASTER_PORT>.id).
+// filesystem all ranks see, default /tmp/attnrt_cp_<TORCHELASTIC_RUN_ID>_<MASTER_PORT>.id: the
+// job's own, so a file a crashed earlier job left is not read as this job's id).
 //
 // Every case (head_dim x global seqlen x mask x backend; batch = tokens / seqlen, at least 1;
 // q heads = hidden / head_dim, --heads-kv for GQA) is timed four ways, forward and backward:
@@ -240,7 +241,8 @@ Role role_of(const BenchArgs& b) {
           fmt::format("--context-parallel {} but torchrun's WORLD_SIZE is {}", b.context_parallel, role.world_size));
     }
     const char* port = std::getenv("MASTER_PORT");
-    role.id_file = fmt::format("/tmp/attnrt_cp_{}.id", port ? port : "0");
+    const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");
+    role.id_file = fmt::format("/tmp/attnrt_cp_{}_{}.id", run_id ? run_id : "none", port ? port : "0");
   }
   if (!b.cp_id_file.empty()) role.id_file = b.cp_id_file;
   if (role.id_file.empty()) throw Error("--cp-rank needs --cp-id-file");
