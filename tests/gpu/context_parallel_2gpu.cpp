@@ -296,6 +296,25 @@ class Rank {
   bool bad_shard_case();
 
  private:
+  // The same ring with a transport that moves nothing: res.nocomm_* (timing only; the second of
+  // two runs), what the ring costs without its communication.
+  void time_without_transfers(Backend& backend, cp::Layout layout, const attnrt_attention_desc& desc,
+                              const attnrt_forward_args& fa, const attnrt_backward_args& ba, Result& res) {
+    cp::NullTransport none(rank_, kWorld);
+    cp::RingAttention local(backend, none, {layout, 0, stream_, nullptr});
+    for (int run = 0; run < 2; ++run) {
+      Timer timer(stream_);
+      check(cudaStreamSynchronize(stream_), "sync");
+      timer.start();
+      local.forward(desc, fa);
+      const double f = timer.stop_ms();
+      timer.start();
+      local.backward(desc, ba);
+      const double b = timer.stop_ms();
+      if (run == 1) res.nocomm_fwd_ms = f, res.nocomm_bwd_ms = b;
+    }
+  }
+
   int rank_;
   fs::path dir_;
   std::ofstream log_;
@@ -547,21 +566,7 @@ Result Rank::run(const Case& c) {
 
   std::vector<std::string> fails = verdict(res);
   if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
-  {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
-    cp::NullTransport none(rank_, kWorld);
-    cp::RingAttention local(*backend, none, {c.layout, 0, stream_, nullptr});
-    for (int run = 0; run < 2; ++run) {
-      Timer timer(stream_);
-      check(cudaStreamSynchronize(stream_), "sync");
-      timer.start();
-      local.forward(desc, fa);
-      const double f = timer.stop_ms();
-      timer.start();
-      local.backward(desc, ba);
-      const double b = timer.stop_ms();
-      if (run == 1) res.nocomm_fwd_ms = f, res.nocomm_bwd_ms = b;
-    }
-  }
+  time_without_transfers(*backend, c.layout, desc, fa, ba, res);  // after every check: it overwrites the outputs
 
   res.passed = fails.empty();
   res.note = fmt::format("{} rows, {} cols sampled", R, C);
@@ -855,21 +860,7 @@ Result Rank::run_varlen(const VarlenCase& c) {
 
   std::vector<std::string> fails = verdict(res);
   if (R == 0 || C == 0) fails.push_back("no sampled rows or columns in this shard");
-  {  // The same ring with no transfers: timing only, after every check (it overwrites the outputs)
-    cp::NullTransport none(rank_, kWorld);
-    cp::RingAttention local(*backend, none, {c.layout, 0, stream_, nullptr});
-    for (int run = 0; run < 2; ++run) {
-      Timer timer(stream_);
-      check(cudaStreamSynchronize(stream_), "sync");
-      timer.start();
-      local.forward(desc, fa);
-      const double f = timer.stop_ms();
-      timer.start();
-      local.backward(desc, ba);
-      const double b = timer.stop_ms();
-      if (run == 1) res.nocomm_fwd_ms = f, res.nocomm_bwd_ms = b;
-    }
-  }
+  time_without_transfers(*backend, c.layout, desc, fa, ba, res);  // after every check: it overwrites the outputs
   res.passed = fails.empty();
   res.note = fmt::format("{} sequences, {} rows, {} cols sampled", B, R, C);
   for (const auto& f : fails) res.note += "; " + f;
