@@ -383,7 +383,7 @@ class _RingCall:
 
     def cu(self):
         """The cu_seqlens as DLPack (host memory, kDLCPU), or None."""
-        return None if self.cu_seqlens is None else _at._dl(self.cu_seqlens, 0)
+        return None if self.cu_seqlens is None else _at._dl(self.cu_seqlens)
 
 
 def _ring_forward(call: _RingCall, q, k, v, sinks):
@@ -397,8 +397,8 @@ def _ring_forward(call: _RingCall, q, k, v, sinks):
         lse = q.new_empty((hq, rows), dtype=torch.float32)
     s = _at._stream(q)
     try:
-        call.ring.forward(call.desc, _at._dl(q, s), _at._dl(k, s), _at._dl(v, s), _at._dl(out, s),
-                          lse=_at._dl(lse, s), sinks=_at._dl(sinks, s), stream=s, num_threads=call.threads,
+        call.ring.forward(call.desc, _at._dl(q), _at._dl(k), _at._dl(v), _at._dl(out),
+                          lse=_at._dl(lse), sinks=_at._dl(sinks), stream=s, num_threads=call.threads,
                           cu_seqlens_q=call.cu(), cu_seqlens_k=call.cu())
     except attnrt.DeviceError:
         _forget(call.transport)
@@ -426,9 +426,9 @@ class _RingAttention(torch.autograd.Function):
         s = _at._stream(q)
         call = ctx.call
         try:
-            call.ring.backward(call.desc, _at._dl(dout, s), _at._dl(q, s), _at._dl(k, s), _at._dl(v, s),
-                               _at._dl(out, s), _at._dl(lse, s), _at._dl(dq, s), _at._dl(dk, s), _at._dl(dv, s),
-                               sinks=_at._dl(sinks, s), stream=s, num_threads=call.threads,
+            call.ring.backward(call.desc, _at._dl(dout), _at._dl(q), _at._dl(k), _at._dl(v),
+                               _at._dl(out), _at._dl(lse), _at._dl(dq), _at._dl(dk), _at._dl(dv),
+                               sinks=_at._dl(sinks), stream=s, num_threads=call.threads,
                                cu_seqlens_q=call.cu(), cu_seqlens_k=call.cu())
         except attnrt.DeviceError:
             _forget(call.transport)

@@ -24,6 +24,7 @@ over a sequence split across ranks, ring attention through libattnrt's ring
 """
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from typing import Optional
@@ -65,17 +66,26 @@ def _runtime(key: str) -> attnrt.Runtime:
     return rt
 
 
-def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_left, window_right, softcap):
-    """The backend and resolved descriptor for this call shape (cached: resolution, and its
+class _Shape:
+    """What a call shape resolved to, kept per shape: the backend, its descriptor with the LSE
+    (for calls that save or return it) and without (inference), the CPU threads, the workspace
+    bytes per direction (None: no backward) and what the per-call path would otherwise derive
+    again: the output's shape, the LSE's, and the CUDA device index (-1 on the CPU)."""
+
+    __slots__ = ("backend", "desc", "desc_no_lse", "threads", "workspace", "out_shape", "lse_shape", "cuda_index")
+
+
+def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_left, window_right, softcap) -> _Shape:
+    """The backend and resolved descriptors for this call shape (cached: resolution, and its
     logging, happen once per shape, not per call)."""
-    if q.dtype not in _DTYPES:
-        raise attnrt.UnsupportedError(f"attnrt.torch: q dtype {q.dtype} is not supported (float32, float16, bfloat16)")
-    dev = _device_key(q.device)
-    key = (dev, num_threads, implementation, q.dtype, q.shape, k.shape, v.shape, has_sinks, softmax_scale, causal,
-           window_left, window_right, softcap)  # torch.Size is a tuple: hashed as one, no copy
+    key = (q.device, q.dtype, q.shape, k.shape, v.shape, implementation, has_sinks, softmax_scale, causal, window_left,
+           window_right, softcap, num_threads)  # torch.Size is a tuple: hashed as one, no copy
     hit = _backends.get(key)
     if hit is not None:
         return hit
+    if q.dtype not in _DTYPES:
+        raise attnrt.UnsupportedError(f"attnrt.torch: q dtype {q.dtype} is not supported (float32, float16, bfloat16)")
+    dev = _device_key(q.device)
     with _lock:
         hit = _backends.get(key)
         if hit is not None:
@@ -92,35 +102,57 @@ def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_l
         d.softcap = softcap
         d.has_sinks = int(has_sinks)
         d.return_lse = 1
-        backend = _runtime(dev).resolve(d, implementation)
-        threads = 0
+        e = _Shape()
+        e.desc = d
+        # Resolved with the LSE, which backward needs: an inference call runs the same backend
+        # without it (one allocation and one kernel store fewer).
+        e.backend = _runtime(dev).resolve(d, implementation)
+        e.desc_no_lse = copy.copy(e.desc)  # with the device resolution bound
+        e.desc_no_lse.return_lse = 0
+        e.threads = 0
         if dev == "cpu":
             work = d.batch * d.heads_q * d.seqlen_q * d.seqlen_k
-            threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
-        # Workspace bytes per direction (backward only where the plugin has one), asked once.
-        sizes = [backend.workspace_size(d, False, threads), None]
+            e.threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
+        # Workspace bytes per direction (backward only where the plugin has one), asked once; the
+        # forward's for either descriptor.
+        e.workspace = [max(e.backend.workspace_size(d, False, e.threads),
+                           e.backend.workspace_size(e.desc_no_lse, False, e.threads)), None]
         try:
-            sizes[1] = backend.workspace_size(d, True, threads)
+            e.workspace[1] = e.backend.workspace_size(d, True, e.threads)
         except attnrt.UnsupportedError:
             pass
-        _backends[key] = (backend, d, threads, sizes)
-        return _backends[key]
+        e.out_shape = (d.batch, d.seqlen_q, d.heads_q, d.head_dim_v)
+        e.lse_shape = (d.batch, d.heads_q, d.seqlen_q)
+        e.cuda_index = q.device.index if q.is_cuda else -1
+        if e.cuda_index is None:
+            e.cuda_index = torch.cuda.current_device()
+        _backends[key] = e
+        return e
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _stream(t: Tensor) -> int:
-    if t.device.type != "cuda":
+def _current_stream(index: int) -> int:
+    """The current CUDA stream of device `index` as an integer (0 on the CPU, index -1)."""
+    if index < 0:
         return 0
     if _raw_stream is not None:  # what Triton's launcher uses: no Stream object per call
-        return _raw_stream(t.device.index if t.device.index is not None else torch.cuda.current_device())
-    return torch.cuda.current_stream(t.device).cuda_stream
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
-def _workspace(n: Optional[int], backend, desc, backward: bool, threads: int, like: Tensor) -> Tensor:
+def _stream(t: Tensor) -> int:
+    """The current stream of t's device (0 on the CPU)."""
+    return _current_stream(t.device.index if t.is_cuda else -1)
+
+
+def _workspace(n: Optional[int], e: _Shape, backward: bool, like: Tensor) -> Optional[Tensor]:
+    """The call's scratch memory from PyTorch's allocator; None where the call needs none."""
     if n is None:  # not asked at resolution (no backward there): ask now, for its error
-        n = backend.workspace_size(desc, backward, threads)
+        n = e.backend.workspace_size(e.desc, backward, e.threads)
+    if n == 0:
+        return None
     # 255 bytes more than asked: the binding uses the block's first 256-byte aligned address.
     return torch.empty(n + 255, dtype=torch.uint8, device=like.device)
 
@@ -140,28 +172,30 @@ def _plain(t: Tensor) -> Tensor:
     return t
 
 
-def _dl(t: Optional[Tensor], stream: int):
-    # The call runs on `stream`, the current one, where PyTorch ordered t's producers. to_dlpack
-    # refuses a tensor that requires grad; detach only those (a detach per tensor is 0.3 us).
+def _dl(t: Optional[Tensor]):
+    # The call runs on the current stream, where PyTorch ordered t's producers. to_dlpack refuses
+    # a tensor that requires grad; detach only those (a detach per tensor is 0.3 us).
     if t is None:
         return None
-    if _functorch_active():  # outputs allocated inside a torch.func transform come wrapped
-        t = _plain(t)
     return to_dlpack(t.detach() if t.requires_grad else t)
+
+
+def _dl_unwrapped(t: Optional[Tensor]):
+    """_dl inside a torch.func transform, whose tensors (ours included) come wrapped."""
+    return None if t is None else _dl(_plain(t))
 
 
 def _forward_impl(q: Tensor, k: Tensor, v: Tensor, sinks: Optional[Tensor], implementation: str,
                   softmax_scale: float, causal: bool, window_left: int, window_right: int,
-                  softcap: float) -> tuple[Tensor, Tensor]:
-    backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
-                                             window_left, window_right, softcap)
-    b, sq, hq, _ = q.shape
-    out = q.new_empty((b, sq, hq, v.shape[3]))
-    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
-    s = _stream(q)
-    ws = _workspace(sizes[0], backend, desc, False, threads, q)
-    backend.forward(desc, _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), lse=_dl(lse, s), sinks=_dl(sinks, s),
-                    workspace=_dl(ws, s), stream=s, num_threads=threads)
+                  softcap: float, need_lse: bool = True) -> tuple[Tensor, Optional[Tensor]]:
+    """out and lse (None when need_lse is false: an inference call, whose LSE nobody reads)."""
+    e = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal, window_left, window_right, softcap)
+    out = q.new_empty(e.out_shape)
+    lse = q.new_empty(e.lse_shape, dtype=torch.float32) if need_lse else None
+    ws = _workspace(e.workspace[0], e, False, q)
+    dl = _dl_unwrapped if _functorch_active() else _dl
+    e.backend.forward_with_workspace(e.desc if need_lse else e.desc_no_lse, dl(q), dl(k), dl(v), dl(out), dl(lse),
+                                     dl(sinks), dl(ws), _current_stream(e.cuda_index), e.threads)
     return out, lse
 
 
@@ -181,15 +215,14 @@ def _backward_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, l
                    implementation: str, softmax_scale: float, causal: bool, window_left: int, window_right: int,
                    softcap: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """dq, dk, dv and dsinks ([heads_q] float32; empty without sinks)."""
-    backend, desc, threads, sizes = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal,
-                                             window_left, window_right, softcap)
+    e = _resolve(q, k, v, sinks is not None, implementation, softmax_scale, causal, window_left, window_right, softcap)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dsinks = q.new_empty((q.shape[2] if sinks is not None else 0,), dtype=torch.float32)
-    s = _stream(q)
-    ws = _workspace(sizes[1], backend, desc, True, threads, q)
-    backend.backward(desc, _dl(dout, s), _dl(q, s), _dl(k, s), _dl(v, s), _dl(out, s), _dl(lse, s), _dl(dq, s),
-                     _dl(dk, s), _dl(dv, s), dsinks=_dl(dsinks, s) if sinks is not None else None,
-                     sinks=_dl(sinks, s), workspace=_dl(ws, s), stream=s, num_threads=threads)
+    ws = _workspace(e.workspace[1], e, True, q)
+    dl = _dl_unwrapped if _functorch_active() else _dl
+    e.backend.backward_with_workspace(e.desc, dl(dout), dl(q), dl(k), dl(v), dl(out), dl(lse), dl(dq), dl(dk), dl(dv),
+                                      dl(dsinks) if sinks is not None else None, dl(sinks), dl(ws),
+                                      _current_stream(e.cuda_index), e.threads)
     return dq, dk, dv, dsinks
 
 
@@ -235,17 +268,23 @@ _forward.register_autograd(_grad, setup_context=_setup_context)
 class _Attention(torch.autograd.Function):
     """The same forward and backward as the ops' autograd formula, without the operator
     dispatcher: what `attention` runs in eager mode (see _direct). The forward takes ctx: the
-    setup_context form (_FuncAttention) costs about 16 us more per call."""
+    setup_context form (_FuncAttention) costs about 16 us more per call. Without return_lse it
+    returns out alone (the LSE still saved for backward): one output fewer for autograd to wrap."""
 
     @staticmethod
-    def forward(ctx, q, k, v, sinks, *params):
+    def forward(ctx, q, k, v, sinks, return_lse, *params):
         out, lse = _forward_impl(q, k, v, sinks, *params)
-        _setup_context(ctx, (q, k, v, sinks, *params), (out, lse))
+        ctx.params = params
+        ctx.has_sinks = sinks is not None
+        ctx.save_for_backward(q, k, v, out, lse, sinks)
+        if not return_lse:
+            return out
+        ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
-    def backward(ctx, dout, _dlse):
-        return _grads(ctx, dout, _backward_impl)
+    def backward(ctx, dout, *_dlse):
+        return _grads(ctx, dout, _backward_impl) + (None,)  # and none for return_lse
 
 
 class _FuncAttention(torch.autograd.Function):
@@ -271,6 +310,7 @@ def _plain_backward(*args):
 
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
 
 
 def _op_unobserved(tensors) -> bool:
@@ -314,12 +354,13 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
     An argument the plugin cannot honour raises attnrt.UnsupportedError with the reason."""
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
-    device = q.device.type
-    if device in ("cuda", "cpu") and torch.is_autocast_enabled(device):
-        # As autocast treats torch's own SDPA: the inputs in the autocast dtype (a model's RoPE
-        # leaves q and k in float32 while v comes out of a linear layer in bfloat16).
-        low = torch.get_autocast_dtype(device)
-        q, k, v = (t.to(low) if t.dtype != low and t.is_floating_point() else t for t in (q, k, v))
+    if _any_autocast():
+        device = q.device.type
+        if device in ("cuda", "cpu") and torch.is_autocast_enabled(device):
+            # As autocast treats torch's own SDPA: the inputs in the autocast dtype (a model's
+            # RoPE leaves q and k in float32 while v comes out of a linear layer in bfloat16).
+            low = torch.get_autocast_dtype(device)
+            q, k, v = (t.to(low) if t.dtype != low and t.is_floating_point() else t for t in (q, k, v))
     if q.stride(-1) != 1:
         q = q.contiguous()
     if k.stride(-1) != 1:
@@ -331,9 +372,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
         # The conversion is exact, and autograd casts dsinks back to the parameter's dtype.
         sinks = sinks.float()
     params = (implementation, float(softmax_scale), bool(causal), int(window_left), int(window_right), float(softcap))
-    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, sinks))
+    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad or
+                                              (sinks is not None and sinks.requires_grad))
     if _direct((q, k, v, sinks)):
-        out, lse = _Attention.apply(q, k, v, sinks, *params) if needs_grad else _forward_impl(q, k, v, sinks, *params)
+        if needs_grad:
+            return _Attention.apply(q, k, v, sinks, return_lse, *params)
+        out, lse = _forward_impl(q, k, v, sinks, *params, need_lse=return_lse)
     elif needs_grad and _under_grad_transform((q, k, v, sinks)):
         out, lse = _FuncAttention.apply(q, k, v, sinks, *params)
     else:
@@ -344,10 +388,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
 def backend_name(q: Tensor, k: Tensor, v: Tensor, implementation: str = "sdpa", **kwargs) -> str:
     """The plugin that `attention` with these arguments runs (after fallback, if any)."""
     scale = kwargs.get("softmax_scale") or 1.0 / math.sqrt(q.shape[-1])
-    backend, _, _, _ = _resolve(q, k, v, kwargs.get("sinks") is not None, implementation, float(scale),
-                          bool(kwargs.get("causal", False)), int(kwargs.get("window_left", -1)),
-                          int(kwargs.get("window_right", -1)), float(kwargs.get("softcap", 0.0)))
-    return backend.name
+    e = _resolve(q, k, v, kwargs.get("sinks") is not None, implementation, float(scale),
+                 bool(kwargs.get("causal", False)), int(kwargs.get("window_left", -1)),
+                 int(kwargs.get("window_right", -1)), float(kwargs.get("softcap", 0.0)))
+    return e.backend.name
 
 
 # Context parallelism (after the helpers above, which it uses).

@@ -94,21 +94,32 @@ attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_t num_t
   return exec;
 }
 
-// One forward or backward call with the GIL released: into the caller's workspace when one is
-// given (no allocation on the call path), else into attnrt's own.
-template <class Args, class Plain, class WithWorkspace>
-void call_backend(const Backend& self, const attnrt_attention_desc& desc, const Args& a, const OptArray& workspace,
-                  uintptr_t stream, int32_t num_threads, Plain plain, WithWorkspace with_workspace) {
+// One forward or backward call with the GIL released, into the caller's workspace always (none
+// when `workspace` is None): nothing is allocated on this path.
+template <class Args, class WithWorkspace>
+void call_with_workspace(const Backend& self, const attnrt_attention_desc& desc, const Args& a,
+                         const OptArray& workspace, uintptr_t stream, int32_t num_threads,
+                         WithWorkspace with_workspace) {
   Message msg;
   attnrt_status status;
   {
     nb::gil_scoped_release release;
-    if (workspace) {
-      const attnrt_exec exec = make_exec(workspace, stream, num_threads);
-      status = with_workspace(self.handle, &desc, &a, &exec, &msg.m);
-    } else {
-      status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
-    }
+    const attnrt_exec exec = make_exec(workspace, stream, num_threads);
+    status = with_workspace(self.handle, &desc, &a, &exec, &msg.m);
+  }
+  check(status, msg);
+}
+
+// The same into the caller's workspace when one is given, else into attnrt's own.
+template <class Args, class Plain, class WithWorkspace>
+void call_backend(const Backend& self, const attnrt_attention_desc& desc, const Args& a, const OptArray& workspace,
+                  uintptr_t stream, int32_t num_threads, Plain plain, WithWorkspace with_workspace) {
+  if (workspace) return call_with_workspace(self, desc, a, workspace, stream, num_threads, with_workspace);
+  Message msg;
+  attnrt_status status;
+  {
+    nb::gil_scoped_release release;
+    status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
   }
   check(status, msg);
 }
@@ -201,7 +212,10 @@ NB_MODULE(_attnrt, m) {
       .def_rw("return_lse", &attnrt_attention_desc::return_lse)
       .def_prop_ro("device_type", [](const attnrt_attention_desc& d) { return static_cast<int>(d.device.device_type); })
       .def_prop_ro("device_id", [](const attnrt_attention_desc& d) { return d.device.device_id; })
-      .def_prop_ro("cuda_arch", [](const attnrt_attention_desc& d) { return d.cuda_arch; });
+      .def_prop_ro("cuda_arch", [](const attnrt_attention_desc& d) { return d.cuda_arch; })
+      .def(
+          "__copy__", [](const attnrt_attention_desc& d) { return d; },
+          "A copy, with the device and architecture that resolution bound (copy.copy).");
 
   nb::class_<Runtime>(m, "Runtime")
       .def(nb::init<std::optional<std::string>, std::vector<std::string>>(), nb::arg("config_path").none() = nb::none(),
@@ -306,6 +320,53 @@ NB_MODULE(_attnrt, m) {
           nb::arg("cu_seqlens_q").none() = nb::none(), nb::arg("cu_seqlens_k").none() = nb::none(),
           nb::arg("seqused_k").none() = nb::none(), nb::arg("block_table").none() = nb::none(),
           nb::arg("workspace").none() = nb::none(), nb::arg("stream") = 0, nb::arg("num_threads") = 0)
+      .def(
+          "forward_with_workspace",
+          [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
+             nb::ndarray<> out, OptArray lse, OptArray sinks, OptArray workspace, uintptr_t stream,
+             int32_t num_threads) {
+            Call c;
+            attnrt_forward_args a{};
+            a.struct_size = sizeof a;
+            a.q = c.add(q);
+            a.k = c.add(k);
+            a.v = c.add(v);
+            a.out = c.add(out);
+            a.lse = c.add(lse);
+            a.sinks = c.add(sinks);
+            call_with_workspace(self, desc, a, workspace, stream, num_threads, attnrt_backend_forward_with_workspace);
+          },
+          nb::arg("desc"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none(),
+          nb::arg("sinks").none(), nb::arg("workspace").none(), nb::arg("stream"), nb::arg("num_threads"),
+          "forward's dense form for a framework's per-call path (attnrt.torch): every argument given, best "
+          "positionally (nanobind parses keywords more slowly), and the caller's workspace always: None when "
+          "workspace_size is 0 (a call that needs some then fails with InvalidArgumentError, nothing allocated).")
+      .def(
+          "backward_with_workspace",
+          [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> dout, nb::ndarray<> q, nb::ndarray<> k,
+             nb::ndarray<> v, nb::ndarray<> out, nb::ndarray<> lse, nb::ndarray<> dq, nb::ndarray<> dk,
+             nb::ndarray<> dv, OptArray dsinks, OptArray sinks, OptArray workspace, uintptr_t stream,
+             int32_t num_threads) {
+            Call c;
+            attnrt_backward_args a{};
+            a.struct_size = sizeof a;
+            a.dout = c.add(dout);
+            a.q = c.add(q);
+            a.k = c.add(k);
+            a.v = c.add(v);
+            a.out = c.add(out);
+            a.lse = c.add(lse);
+            a.dq = c.add(dq);
+            a.dk = c.add(dk);
+            a.dv = c.add(dv);
+            a.dsinks = c.add(dsinks);
+            a.sinks = c.add(sinks);
+            call_with_workspace(self, desc, a, workspace, stream, num_threads, attnrt_backend_backward_with_workspace);
+          },
+          nb::arg("desc"), nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse"),
+          nb::arg("dq"), nb::arg("dk"), nb::arg("dv"), nb::arg("dsinks").none(), nb::arg("sinks").none(),
+          nb::arg("workspace").none(), nb::arg("stream"), nb::arg("num_threads"),
+          "backward's dense form, as forward_with_workspace is forward's.")
       .def(
           "append_kv",
           [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> k_new, nb::ndarray<> v_new,

@@ -9,8 +9,10 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,8 +27,9 @@ struct StatusError {
 };
 
 struct Message {
-  char text[4096] = {0};
+  char text[4096];  // not zeroed whole: a call that succeeds (most) never reads it
   attnrt_message m{sizeof(attnrt_message), text, sizeof text};
+  Message() { text[0] = '\0'; }
 };
 
 inline void check(attnrt_status status, const Message& msg) {
@@ -34,19 +37,25 @@ inline void check(attnrt_status status, const Message& msg) {
 }
 
 // A DLPack tensor held for the duration of a call: the ndarray keeps the producer's memory alive,
-// `dl` is what the host API reads (strides always given, in elements).
+// `dl` is what the host API reads (strides always given, in elements; no tensor of the API has
+// more than kMaxDims dimensions, and one with more is passed without strides for the host API to
+// refuse by its rank).
 struct Tensor {
+  static constexpr size_t kMaxDims = 8;
   nb::ndarray<> array;
-  std::vector<int64_t> strides;
+  int64_t strides[kMaxDims] = {0};
   DLTensor dl{};
 
-  explicit Tensor(nb::ndarray<> a) : array(std::move(a)) {
+  Tensor() = default;
+  void hold(nb::ndarray<> a) {
+    array = std::move(a);
     const size_t ndim = array.ndim();
-    strides.resize(ndim);
-    int64_t expected = 1;
-    for (size_t i = ndim; i-- > 0;) {
-      strides[i] = array.stride_ptr() ? array.stride_ptr()[i] : expected;
-      expected *= array.shape(i);
+    if (ndim <= kMaxDims) {
+      int64_t expected = 1;
+      for (size_t i = ndim; i-- > 0;) {
+        strides[i] = array.stride_ptr() ? array.stride_ptr()[i] : expected;
+        expected *= array.shape(i);
+      }
     }
     dl.data = const_cast<void*>(array.data());
     dl.device = DLDevice{static_cast<DLDeviceType>(array.device_type()), array.device_id()};
@@ -54,21 +63,25 @@ struct Tensor {
     const nb::dlpack::dtype t = array.dtype();
     dl.dtype = DLDataType{t.code, t.bits, t.lanes};
     dl.shape = const_cast<int64_t*>(array.shape_ptr());
-    dl.strides = strides.data();
+    dl.strides = ndim <= kMaxDims ? strides : const_cast<int64_t*>(array.stride_ptr());
     dl.byte_offset = 0;
   }
 };
 
 using OptArray = std::optional<nb::ndarray<>>;
 
-// The tensors of one call (at most 20: the backward arguments' count), kept where they are.
+// The tensors of one call (at most kMax: the backward arguments' count), kept where they are,
+// without a heap allocation per call.
 struct Call {
-  std::vector<Tensor> held;
-  Call() { held.reserve(20); }
+  static constexpr size_t kMax = 20;
+  std::array<Tensor, kMax> held;
+  size_t count = 0;
   DLTensor* add(const OptArray& a) {
     if (!a) return nullptr;
-    held.emplace_back(*a);
-    return &held.back().dl;
+    if (count == kMax) throw std::logic_error("attnrt binding: more than 20 tensors in one call");
+    Tensor& t = held[count++];
+    t.hold(*a);
+    return &t.dl;
   }
 };
 

@@ -68,6 +68,43 @@ def test_forward_matches_numpy(runtime, implementation, caller_workspace):
     assert np.abs(lse - ref_lse).max() < 1e-4
 
 
+def test_dense_with_workspace_forms_match_numpy_and_refuse_a_missing_workspace(runtime):
+    """forward_with_workspace / backward_with_workspace (attnrt.torch's per-call path): every
+    argument positional, the caller's workspace always; a call that needs one and gets None is
+    refused with the reason, its outputs untouched. The backward is checked against the plain
+    form's on the same inputs."""
+    import copy
+    q, k, v = inputs(3)
+    d = desc_for(q, k, v, causal=True)
+    backend = runtime.resolve(d, "sdpa")
+    no_lse = copy.copy(d)
+    no_lse.return_lse = 0
+    assert (no_lse.device_type, no_lse.head_dim, no_lse.causal, d.return_lse) == (d.device_type, 16, 1, 1)
+    ref_out, ref_lse = reference(q, k, v, d.softmax_scale, causal=True)
+    out = np.zeros((2, 9, 4, 16), dtype=np.float32)
+    lse = np.zeros((2, 4, 9), dtype=np.float32)
+    fwd_ws = np.zeros(backend.workspace_size(d, False, 1) + 255, dtype=np.uint8)
+    backend.forward_with_workspace(d, q, k, v, out, lse, None, fwd_ws, 0, 1)
+    assert np.abs(out - ref_out).max() < 1e-5 and np.abs(lse - ref_lse).max() < 1e-4
+    out2 = np.zeros_like(out)
+    backend.forward_with_workspace(no_lse, q, k, v, out2, None, None, fwd_ws, 0, 1)
+    assert np.abs(out2 - ref_out).max() < 1e-5
+    if backend.workspace_size(d, False, 1):
+        untouched = np.full_like(out, 7.0)
+        with pytest.raises(attnrt.InvalidArgumentError, match="workspace"):
+            backend.forward_with_workspace(d, q, k, v, untouched, lse, None, None, 0, 1)
+        assert (untouched == 7.0).all()
+    rng = np.random.default_rng(4)
+    dout = rng.standard_normal(out.shape, dtype=np.float32)
+    grads = [np.zeros_like(t) for t in (q, k, v)]
+    bwd_ws = np.zeros(backend.workspace_size(d, True, 1) + 255, dtype=np.uint8)
+    backend.backward_with_workspace(d, dout, q, k, v, out, lse, *grads, None, None, bwd_ws, 0, 1)
+    plain = [np.zeros_like(t) for t in (q, k, v)]
+    backend.backward(d, dout, q, k, v, out, lse, *plain, num_threads=1)
+    for got, want in zip(grads, plain):
+        assert np.abs(want).max() > 0 and np.abs(got - want).max() < 1e-6
+
+
 def test_strided_views_are_read_through_their_strides(runtime):
     q, k, v = inputs(1)
     qt = np.ascontiguousarray(q.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)  # [b, s, h, d] view of [b, h, s, d]

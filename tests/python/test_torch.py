@@ -60,6 +60,20 @@ def test_lse_is_returned_and_not_differentiable():
     assert lse.shape == (2, 4, 7) and lse.dtype == torch.float32 and not lse.requires_grad
     s = torch.einsum("bqhd,bkhd->bhqk", q.double(), k.double().repeat_interleave(2, 2)) / 4.0
     assert (lse.double() - torch.logsumexp(s, -1)).abs().max().item() < 1e-4
+    # Inference calls take other paths (no autograd node; no LSE unless asked): the same results.
+    with torch.no_grad():
+        out_ng, lse_ng = at.attention(q, k, v, implementation="sdpa", return_lse=True)
+        out_only = at.attention(q, k, v, implementation="sdpa")
+    for got, want in ((out_ng, out), (lse_ng, lse), (out_only, out)):
+        assert (got - want.detach()).abs().max().item() < 1e-6
+    # With return_lse the autograd node has two outputs (lse not differentiable); without, one.
+    out.sum().backward()
+    with_lse = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    at.attention(q, k, v, implementation="sdpa").sum().backward()
+    for t, want in zip((q, k, v), with_lse):
+        assert want.abs().max().item() > 0 and (t.grad - want).abs().max().item() < 1e-6
 
 
 def test_opcheck():
