@@ -46,7 +46,8 @@ struct DkDvTile {
 };
 
 template <class T, int HD, bool kDq, class Policy>
-__global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads)
+    dkdv_kernel(const AttentionParams p, const typename Policy::Params x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // unreachable: the launcher takes dkdv_split_kernel below sm_90
 #else
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
   const int key_w = (warp % 4) * 32;               // this warp's keys, relative to n0
   const int query_w = (warp / 4) * Tile::kSCols;   // its queries in S^T, relative to the step's m0
   const int col_w = (warp / 4) * Tile::kDkDvCols;  // its dK/dV columns
-  const Policy pol(p, seq);
+  const Policy pol(p, seq, x);
   const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
@@ -89,8 +90,11 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
       sD[buf * BM + threadIdx.x] = r.d;
     }
   };
-  QueryStep cur = walk.first();
-  if (walk.steps > 0) {
+  // `step` counts the walk's steps, `it` those taken (the buffers alternate on it): a block-sparse
+  // policy's skipped steps are passed over (QueryWalk::visited).
+  int step = 0;
+  QueryStep cur = walk.visited(pol, n0, walk.first(), step);
+  if (step < walk.steps) {
     store_rows(fetch_rows(cur), 0);
     walk.load_q_do(cur, sQ, sdO);
   }
@@ -106,15 +110,16 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     }
   }
 
-  for (int step = 0; step < walk.steps; ++step) {
-    const int buf = step % 2;
+  for (int it = 0; step < walk.steps; ++it) {
+    const int buf = it % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer, P^T and dS^T
     // The next step's lse/D loads go first: cp.async reads its address registers late, and a
     // branch right after it waited on them (ncu: long-scoreboard stalls on that branch).
-    const QueryStep nxt = walk.next(cur);
+    int next_step = step + 1;
+    const QueryStep nxt = walk.visited(pol, n0, walk.next(cur), next_step);
     RowStats next_rows;
-    if (step + 1 < walk.steps) {
+    if (next_step < walk.steps) {
       next_rows = fetch_rows(nxt);
       walk.load_q_do(nxt, sQ + (1 - buf) * BM * S, sdO + (1 - buf) * BM * S);
     }
@@ -140,7 +145,9 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     // P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) (times the softcap factor) to shared memory,
     // masked only where the tile crosses a boundary.
     pol.with_scores(cur.head, [&](const auto& scores) {
-      with_flag(pol.tile_needs_mask(m0, BM, n0, BN), [&](auto mask) {
+      // The policy's per-element predicate (flex's mask_mod) is one more reason to mask a tile.
+      const bool element_mask = Policy::kElementMask && pol.tile_element_mask(cur.head, m0, n0);
+      with_flag(pol.tile_needs_mask(m0, BM, n0, BN) || element_mask, [&](auto mask) {
         constexpr bool kMask = decltype(mask)::value;
         // Each query column's lse and D are read once, into registers: the compiler cannot tell
         // the P^T / dS^T stores from these loads, so reading them per element re-read them
@@ -170,6 +177,9 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
                 const int i = m0 + query_w + nt * 8 + 2 * t + c, j = n0 + key_w + mt * 16 + g + 8 * r;
                 pr[c] = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
                 if (kMask && !queries[mt][r].has(nt * 8 + c)) pr[c] = 0.f;
+                if constexpr (Policy::kElementMask && kMask) {
+                  if (element_mask && !pol.visible(cur.head, i, j)) pr[c] = 0.f;
+                }
                 ds[c] = pr[c] * (dp[mt][nt][2 * r + c] - (c ? d2.y : d2.x)) * scores.grad(raw, i, j);
               }
               const int at = (key_w + mt * 16 + g + 8 * r) * SP + query_w + nt * 8 + 2 * t;
@@ -231,6 +241,7 @@ __global__ void __launch_bounds__(DkDvTile<HD, kDq>::kThreads) dkdv_kernel(const
     }
     store_rows(next_rows, 1 - buf);  // read after the next barrier
     cur = nxt;
+    step = next_step;
   }
 
   // Keys past the sequence are not written; a key no query sees gets zeros.

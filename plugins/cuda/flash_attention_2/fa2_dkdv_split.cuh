@@ -33,7 +33,8 @@ struct SplitDkDvTile {
 };
 
 template <class T, int HD, int BN, int BM, DkDv kMode, bool kDq, class Policy>
-__global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv_split_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads)
+    dkdv_split_kernel(const AttentionParams p, const typename Policy::Params x) {
   using Tile = SplitDkDvTile<HD, BN, BM, kDq>;
   constexpr int S = Tile::kStride, SD = Tile::kDsStride;
   constexpr bool kDv = kMode != DkDv::kDkOnly, kDk = kMode != DkDv::kDvOnly;
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const Policy pol(p, seq);
+  const Policy pol(p, seq, x);
   const QueryWalk<T, HD, BM, Tile::kThreads> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
   const T* k = head_base<const T>(p, p.k, b, hk, false) + int64_t(n0) * p.k.row_stride;
@@ -69,8 +70,11 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv
       sD[buf * BM + threadIdx.x] = r.d;
     }
   };
-  QueryStep cur = walk.first();
-  if (walk.steps > 0) load_step(cur, 0);
+  // `step` counts the walk's steps, `it` those taken (the buffers alternate on it): a block-sparse
+  // policy's skipped steps are passed over (QueryWalk::visited).
+  int step = 0;
+  QueryStep cur = walk.visited(pol, n0, walk.first(), step);
+  if (step < walk.steps) load_step(cur, 0);
   cp_async_commit();
 
   float dk[kDk ? HD / 8 : 1][4], dv[kDv ? HD / 8 : 1][4];
@@ -84,12 +88,13 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv
   const T* sVw = sV + warp * 16 * S;
   const int key_j[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
 
-  for (int step = 0; step < walk.steps; ++step) {
-    const int buf = step % 2;
+  for (int it = 0; step < walk.steps; ++it) {
+    const int buf = it % 2;
     cp_async_wait<0>();
     __syncthreads();  // step's tiles landed; every warp is done with the other buffer
-    const QueryStep nxt = walk.next(cur);
-    if (step + 1 < walk.steps) load_step(nxt, 1 - buf);
+    int next_step = step + 1;
+    const QueryStep nxt = walk.visited(pol, n0, walk.next(cur), next_step);
+    if (next_step < walk.steps) load_step(nxt, 1 - buf);
     cp_async_commit();
     const int m0 = cur.m0;
     const T* q = sQ + buf * BM * S;
@@ -127,6 +132,17 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             if (!queries.has(nt * 8 + e)) s[nt][2 * r + e] = 0.f;
+          }
+        }
+      }
+    }
+    if constexpr (Policy::kElementMask) {
+      if (pol.tile_element_mask(cur.head, m0, n0)) {  // the policy's predicate (flex's mask_mod)
+#pragma unroll
+        for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (!pol.visible(cur.head, m0 + nt * 8 + 2 * t + (e % 2), key_j[e / 2])) s[nt][e] = 0.f;
           }
         }
       }
@@ -190,6 +206,7 @@ __global__ void __launch_bounds__(SplitDkDvTile<HD, BN, BM, kDq>::kThreads) dkdv
       }
     }
     cur = nxt;
+    step = next_step;
   }
 
   // Keys past the sequence are not written; a key no query sees gets zeros.

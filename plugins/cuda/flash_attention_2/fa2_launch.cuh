@@ -70,7 +70,7 @@ cudaError_t launch_dkdv(const AttentionParams& p, cudaStream_t stream) {
   constexpr auto kernel = dkdv_kernel<T, HD, kDq, Policy>;
   ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, Tile::kBN), p.heads_kv, p.batch);
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, typename Policy::Params{});
   return cudaGetLastError();
 }
 
@@ -81,7 +81,7 @@ cudaError_t launch_dkdv_split(const AttentionParams& p, cudaStream_t stream) {
   constexpr auto kernel = dkdv_split_kernel<T, HD, C::kSplitBN, C::kSplitBM, kMode, kDq, Policy>;
   ATTNRT_CUDA_TRY(set_smem<kernel>(Tile::kSmemBytes));
   const dim3 grid(ceil_div(p.seqlen_k, C::kSplitBN), p.heads_kv, p.batch);
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p);
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p, typename Policy::Params{});
   return cudaGetLastError();
 }
 

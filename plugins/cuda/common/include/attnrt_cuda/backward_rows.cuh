@@ -6,8 +6,9 @@
 #include <attnrt_cuda/score_policy.cuh>
 #include <attnrt_cuda/tile.cuh>
 
+#ifndef __CUDACC_RTC__  // NVRTC (flex_attention's kernels) takes the kernels, not the launchers
 #include <cuda_runtime_api.h>
-#include <attnrt_cuda/tile.cuh>
+#endif
 
 namespace attnrt::cuda {
 
@@ -137,6 +138,7 @@ __device__ __forceinline__ void atomic_add4(float* addr, float4 v) {
 #endif
 }
 
+#ifndef __CUDACC_RTC__
 // Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
 inline size_t lse_rows(const AttentionParams& p) {
   return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
@@ -168,5 +170,6 @@ cudaError_t launch_dq_convert(const AttentionParams& p, cudaStream_t stream) {
   dq_convert_kernel<T, HD, kSwizzled><<<dim3(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch), 128, 0, stream>>>(p);
   return cudaGetLastError();
 }
+#endif  // __CUDACC_RTC__
 
 }  // namespace attnrt::cuda

@@ -52,6 +52,21 @@ struct QueryWalk {
     return s;
   }
 
+  // `st` if the policy visits it for the keys at n0, else the first step after it that it does:
+  // a block-sparse policy (flex's block mask) skips steps that see nothing, which are then
+  // neither loaded nor computed. `step` (st's index in the walk) advances with it, to `steps`
+  // when none is left. The other policies skip none.
+  template <class Policy>
+  __device__ QueryStep visited(const Policy& pol, int n0, QueryStep st, int& step) const {
+    if constexpr (Policy::kElementMask) {
+      while (step < steps && pol.tile_skipped(st.head, st.m0, n0)) {
+        st = next(st);
+        ++step;
+      }
+    }
+    return st;
+  }
+
   // The step's Q and dO rows into padded smem tiles by cp.async (all THREADS threads call it).
   __device__ void load_q_do(QueryStep s, T* sq, T* sdo) const {
     load_tile<T, BM, HD, THREADS>(sq, q + int64_t(s.head) * p.q.head_stride + int64_t(s.m0) * p.q.row_stride,

@@ -95,11 +95,15 @@ class StandardScores {
 
   // ---- Block-sparse walks (flex_attention's block masks): inside key_blocks' range, the blocks a
   // query block at m0 visits, in order, and whether a visited block needs the per-element
-  // predicate visible() besides the interval mask. Here: every block, none.
+  // predicate visible() besides the interval mask. The backward asks per tile of query head h
+  // (rows m0.., keys n0..): whether it is skipped (nothing visible) and whether it needs
+  // visible(). kElementMask false: the kernels compile none of it. Here: every block, none.
   static constexpr bool kElementMask = false;
   __device__ __forceinline__ int first_block(int /*m0*/, int lo, int /*hi*/) const { return lo; }
   __device__ __forceinline__ int next_block(int /*m0*/, int nb, int /*hi*/) const { return nb + 1; }
   __device__ __forceinline__ bool block_element_mask(int /*m0*/, int /*nb*/) const { return false; }
+  __device__ __forceinline__ bool tile_skipped(int /*h*/, int /*m0*/, int /*n0*/) const { return false; }
+  __device__ __forceinline__ bool tile_element_mask(int /*h*/, int /*m0*/, int /*n0*/) const { return false; }
   __device__ __forceinline__ bool visible(int /*h*/, int /*i*/, int /*j*/) const { return true; }
 
   // Whether queries [m0, m0 + rows) x keys [n0, n0 + keys) cross a mask boundary (sequence end,
