@@ -1,17 +1,19 @@
-// flex_attention on CUDA (mods compiled by NVRTC into flash_attention_2's forward) against
-// FlashAttention's rule (gpu.md): its error against the fp64 reference with the same mods
+// flex_attention on CUDA (mods compiled by NVRTC into flash_attention_2's forward and backward)
+// against FlashAttention's rule (gpu.md): its error against the fp64 reference with the same mods
 // (ReferenceMods, plain C++) is at most 2x the CPU flex_attention's on the same low-precision
-// inputs, plus a small floor; outputs are poisoned with NaN first and NaN never passes. The mods
-// are PyTorch FlexAttention's usual ones (causal, sliding window, prefix LM, document mask from
-// an aux tensor, ALiBi, softcap, relative position bias from an aux table) and block-sparse
-// masks with skipped, partial and full blocks, at head_dim 64 and 128, fp16 and bf16, GQA, odd
-// lengths and varlen.
+// inputs, plus a small floor, for out and lse and for dq, dk and dv; outputs are poisoned with NaN
+// first and NaN never passes. The mods are PyTorch FlexAttention's usual ones (causal, sliding
+// window, prefix LM, document mask from an aux tensor, ALiBi, softcap, relative position bias from
+// an aux table; score_mod_grad beside each score_mod) and block-sparse masks with skipped, partial
+// and full blocks, at head_dim 64 and 128, fp16 and bf16, GQA, odd lengths and varlen. The
+// backward runs both dK/dV kernels: sm_90's and the split pair other GPUs take.
 #include <attnrt/validate.hpp>
 
 #include "flex_case.hpp"
 #include "gpu_support.hpp"
 
 #include <cmath>
+#include <iostream>
 #include <random>
 
 namespace attnrt::gpu_test {
@@ -35,7 +37,7 @@ struct FlexCase {
 void PrintTo(const FlexCase& c, std::ostream* os) { *os << c.name; }
 
 WorkloadSpec shape(int batch, int sq, int sk, int hq, int hkv, int hd, attnrt_dtype dtype) {
-  return test::flex_shape(batch, sq, sk, hq, hkv, hd, dtype, false);  // forward only on CUDA
+  return test::flex_shape(batch, sq, sk, hq, hkv, hd, dtype, true);
 }
 
 std::vector<FlexCase> cases() {
@@ -81,6 +83,7 @@ std::vector<FlexCase> cases() {
                        for (int h = 0; h < s.heads_q; ++h) slopes.set(h, std::exp2(-8.0 * (h + 1) / s.heads_q));
                        f.aux.push_back(slopes);
                        f.score_mod = "score + aux0(h) * (kv_idx - q_idx)";
+                       f.score_mod_grad = "1.0f";
                        f.ref.score = [slopes](double x, int64_t, int64_t h, int64_t i, int64_t j) {
                          return x + slopes.get(h) * double(j - i);
                        };
@@ -90,8 +93,13 @@ std::vector<FlexCase> cases() {
                        Flex f;
                        f.scalars = {20.0f};
                        f.score_mod = "scalar0 * tanhf(score / scalar0)";
+                       f.score_mod_grad = "1.0f - tanhf(score / scalar0) * tanhf(score / scalar0)";
                        f.ref.score = [](double x, int64_t, int64_t, int64_t, int64_t) {
                          return 20.0 * std::tanh(x / 20.0);
+                       };
+                       f.ref.grad = [](double x, int64_t, int64_t, int64_t, int64_t) {
+                         const double t = std::tanh(x / 20.0);
+                         return 1.0 - t * t;
                        };
                        return f;
                      }});
@@ -102,6 +110,7 @@ std::vector<FlexCase> cases() {
                        table.fill_normal(rng, 0.5);
                        f.aux.push_back(table);
                        f.score_mod = "score + aux0(h, q_idx - kv_idx + 255)";
+                       f.score_mod_grad = "1.0f";
                        f.mask_mod = "q_idx >= kv_idx";
                        const int64_t width = table.shape()[1];
                        f.ref.score = [table, width](double x, int64_t, int64_t h, int64_t i, int64_t j) {
@@ -136,6 +145,7 @@ std::vector<FlexCase> cases() {
                          Flex f;
                          f.mask_mod = "kv_idx <= q_idx + 40";
                          f.score_mod = "score - 0.25f * b";
+                         f.score_mod_grad = "1.0f";
                          f.ref.visible = [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i + 40; };
                          f.ref.score = [](double x, int64_t b, int64_t, int64_t, int64_t) {
                            return x - 0.25 * double(b);
@@ -149,51 +159,99 @@ std::vector<FlexCase> cases() {
 }
 
 double floor_of(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP16 ? 2e-4 : 2e-3; }
+// dq, dk and dv: both sides round P and dS to the input dtype for their products.
+double grad_floor_of(attnrt_dtype dtype) { return dtype == ATTNRT_DTYPE_FP16 ? 1e-3 : 1e-2; }
 
-class FlexGpu : public ::testing::TestWithParam<FlexCase> {};
+// A case's workload with the CPU flex_attention's errors on it (the baseline) and its mods on the
+// GPU: aux tensors and block mask copied there and attached to w.desc.
+struct Checked {
+  Workload w;
+  Flex f;
+  ReferenceForward ref;
+  ReferenceBackward gref;
+  Errors base;
+  std::vector<DeviceTensor> device_aux, device_mask;
+};
 
-TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
-  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  const FlexCase& c = GetParam();
+void prepare(const FlexCase& c, Checked& k) {
   Gpu& gpu = Gpu::get();
   WorkloadSpec spec = c.spec;
   spec.seed = std::hash<std::string>{}(c.name);
-  Workload w = gpu_workload(gpu, spec);
-  Flex f = c.make(spec);
-  // The CPU baseline on the same inputs, then the GPU call with the aux tensors on the GPU.
-  Workload host = w;
+  k.w = gpu_workload(gpu, spec);
+  k.f = c.make(spec);
+  Workload host = k.w;
   host.desc.device = DLDevice{kDLCPU, 0};
   host.desc.cuda_arch = 0;
-  f.attach(host.desc);
-  const ReferenceForward ref = reference_forward(host.desc, host.forward_args(), &f.ref);
+  k.f.attach(host.desc);
+  k.ref = reference_forward(host.desc, host.forward_args(), &k.f.ref);
+  k.gref = reference_backward(host.desc, host.forward_args(), *host.dout.dl(), &k.f.ref);
   Backend cpu(gpu.registry->load(*gpu.registry->find("flex_attention", "cpu")));
   ASSERT_EQ(cpu.unsupported_reason(host.desc), "");
   host.out.fill_nan();
   host.lse.fill_nan();
   cpu.forward(host.desc, host.forward_args(), 0);
-  const double base_out = max_abs_error(*host.out.dl(), ref.out), base_lse = max_abs_error(*host.lse.dl(), ref.lse);
+  cpu.backward(host.desc, host.backward_args(), 0);
+  k.base.out = max_abs_error(*host.out.dl(), k.ref.out);
+  k.base.lse = max_abs_error(*host.lse.dl(), k.ref.lse);
+  k.base.dq = max_abs_error(*host.dq.dl(), k.gref.dq);
+  k.base.dk = max_abs_error(*host.dk.dl(), k.gref.dk);
+  k.base.dv = max_abs_error(*host.dv.dl(), k.gref.dv);
 
-  std::vector<DeviceTensor> device_aux, device_mask;
-  for (HostTensor& t : f.aux) device_aux.emplace_back(t, w.desc.device);
+  Flex& f = k.f;
+  for (HostTensor& t : f.aux) k.device_aux.emplace_back(t, k.w.desc.device);
   for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
-    device_mask.emplace_back(t->empty() ? DeviceTensor() : DeviceTensor(*t, w.desc.device));
+    k.device_mask.emplace_back(t->empty() ? DeviceTensor() : DeviceTensor(*t, k.w.desc.device));
   }
-  f.attach(w.desc);
+  f.attach(k.w.desc);
   f.aux_ptrs.clear();
-  for (DeviceTensor& t : device_aux) f.aux_ptrs.push_back(t.dl());
+  for (DeviceTensor& t : k.device_aux) f.aux_ptrs.push_back(t.dl());
   f.block.aux = f.aux_ptrs.data();
   if (!f.kv_num_blocks.empty()) {
-    f.block.kv_num_blocks = device_mask[0].dl();
-    f.block.kv_indices = device_mask[1].dl();
-    f.block.full_kv_num_blocks = device_mask[2].empty() ? nullptr : device_mask[2].dl();
-    f.block.full_kv_indices = device_mask[3].empty() ? nullptr : device_mask[3].dl();
+    f.block.kv_num_blocks = k.device_mask[0].dl();
+    f.block.kv_indices = k.device_mask[1].dl();
+    f.block.full_kv_num_blocks = k.device_mask[2].empty() ? nullptr : k.device_mask[2].dl();
+    f.block.full_kv_indices = k.device_mask[3].empty() ? nullptr : k.device_mask[3].dl();
   }
-  Backend& flex = *gpu.backend("flex_attention");
-  ASSERT_EQ(flex.unsupported_reason(w.desc), "");
-  const Errors e = run_forward(flex, w, ref);
-  const double fl = floor_of(spec.dtype) * std::max(1.0, max_abs(ref.out));
-  EXPECT_LE(e.out, 2 * base_out + fl) << "out (CPU flex_attention " << base_out << ")";
-  EXPECT_LE(e.lse, 2 * base_lse + 2e-4) << "lse (CPU flex_attention " << base_lse << ")";
+}
+
+class FlexGpu : public ::testing::TestWithParam<FlexCase> {};
+
+TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Checked k;
+  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k));
+  Backend& flex = *Gpu::get().backend("flex_attention");
+  ASSERT_EQ(flex.unsupported_reason(k.w.desc), "");
+  const Errors e = run_forward(flex, k.w, k.ref);
+  const double fl = floor_of(k.w.desc.dtype) * std::max(1.0, max_abs(k.ref.out));
+  EXPECT_LE(e.out, 2 * k.base.out + fl) << "out (CPU flex_attention " << k.base.out << ")";
+  EXPECT_LE(e.lse, 2 * k.base.lse + 2e-4) << "lse (CPU flex_attention " << k.base.lse << ")";
+}
+
+// Forward and backward, through sm_90's dK/dV kernel (where the GPU has it) and through the
+// split pair (forced by ATTNRT_FA2_BACKWARD=split, as flash_attention_2's tests do).
+TEST_P(FlexGpu, BackwardWithinTwiceTheCpuPluginsError) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Checked k;
+  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k));
+  Backend& flex = *Gpu::get().backend("flex_attention");
+  ASSERT_EQ(flex.unsupported_reason(k.w.desc), "");
+  const attnrt_dtype dt = k.w.desc.dtype;
+  for (const char* force : {static_cast<const char*>(nullptr), "split"}) {
+    ScopedEnv env("ATTNRT_FA2_BACKWARD", force);
+    const Errors e = run(flex, k.w, k.ref, k.gref);
+    const std::string path = force ? " (split dK/dV)" : "";
+    EXPECT_LE(e.out, 2 * k.base.out + floor_of(dt) * std::max(1.0, max_abs(k.ref.out))) << "out" << path;
+    EXPECT_LE(e.dq, 2 * k.base.dq + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dq)))
+        << "dq" << path << " (CPU flex_attention " << k.base.dq << ")";
+    EXPECT_LE(e.dk, 2 * k.base.dk + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dk)))
+        << "dk" << path << " (CPU flex_attention " << k.base.dk << ")";
+    EXPECT_LE(e.dv, 2 * k.base.dv + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dv)))
+        << "dv" << path << " (CPU flex_attention " << k.base.dv << ")";
+    std::cout << "[ errors ] " << GetParam().name << path << ": dq " << e.dq << " dk " << e.dk << " dv " << e.dv
+              << " (CPU " << k.base.dq << " " << k.base.dk << " " << k.base.dv << "; max |dq| " << max_abs(k.gref.dq)
+              << ")\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Mods, FlexGpu, ::testing::ValuesIn(cases()),
@@ -222,6 +280,33 @@ TEST(FlexGpuRefusals, SoftcapAndUnalignedBlocksAreRefusedWithReasons) {
   f.block.full_kv_indices = on_gpu[3].dl();
   EXPECT_NE(flex.unsupported_reason(w.desc).find("multiples of its 128 x 128 tiles"), std::string::npos)
       << flex.unsupported_reason(w.desc);
+}
+
+TEST(FlexGpuRefusals, BackwardWithoutScoreModGradOrDeterministicIsRefusedWithReasons) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Workload w = gpu_workload(gpu, shape(1, 64, 64, 2, 2, 64, ATTNRT_DTYPE_BF16));
+  Flex f;
+  f.score_mod = "score * 0.5f";
+  f.attach(w.desc);
+  Backend& flex = *gpu.backend("flex_attention");
+  ASSERT_EQ(flex.unsupported_reason(w.desc), "");
+  DeviceWorkload dw(w, w.desc.device);
+  flex.forward(w.desc, dw.forward_args(), 0);
+  auto backward_error = [&] {
+    try {
+      flex.backward(w.desc, dw.backward_args(), 0);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), ATTNRT_ERROR_UNSUPPORTED);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(backward_error().find("needs score_mod_grad"), std::string::npos) << backward_error();
+  f.score_mod_grad = "0.5f";
+  f.attach(w.desc);
+  w.desc.deterministic = 1;
+  EXPECT_NE(backward_error().find("deterministic"), std::string::npos) << backward_error();
 }
 
 }  // namespace

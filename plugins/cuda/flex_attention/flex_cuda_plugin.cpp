@@ -1,19 +1,21 @@
 // flex_attention on CUDA (ABI 1.3's flex block, plugin_abi.h attnrt_flex_attention): PyTorch
-// FlexAttention's score_mod and mask_mod compiled by NVRTC into flash_attention_2's forward
-// mainloop under the flex score policy (flex_policy.cuh), with the block mask's skipped tiles
-// never visited and its full tiles spared mask_mod. Kernels are compiled when a call shape
+// FlexAttention's score_mod and mask_mod compiled by NVRTC into flash_attention_2's forward and
+// backward kernels under the flex score policy (flex_policy.cuh), with the block mask's skipped
+// tiles never computed and its full tiles spared mask_mod. Kernels are compiled when a call shape
 // (mods, dtype, head_dim, GPU arch) is first prepared, in supports(), and kept in the disk cache.
-// Forward only: backward is refused with its reason (the CPU flex_attention has one).
+// Backward needs score_mod_grad with a score_mod (refused without, as on the CPU).
 #include "kernel_module.hpp"
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_cuda/backward_workspace.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
 #include <attnrt_cuda/make_params.hpp>
 #include <attnrt_kernels/flex/prelude_host.hpp>
 
 #include "flex_params.h"
 
+#include <cstdlib>
 #include <string>
 
 namespace attnrt::plugins::flex_cuda {
@@ -45,19 +47,19 @@ FlexList flex_list(const DLTensor* num, const DLTensor* idx) {
 class FlexAttentionCuda {
  public:
   static constexpr const char* kName = "flex_attention";
-  static constexpr const char* kVersion = "0.1.0";
+  static constexpr const char* kVersion = "0.2.0";
   static constexpr const char* kDescription =
       "PyTorch FlexAttention's score_mod / mask_mod / block mask compiled by NVRTC into flash_attention_2's forward "
-      "(sm_80+); forward only";
+      "and backward (sm_80+)";
   static constexpr uint32_t kExtensions[] = {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION};
-  static constexpr attnrt_capabilities kCapabilities =
-      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CUDA,
-                         .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
-                         .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
-                                     ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_FLEX_ATTENTION,
-                         .min_head_dim = 64,
-                         .max_head_dim = 128,
-                         .min_cuda_arch = 80});
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
+      {.devices = ATTNRT_DEVICE_BIT_CUDA,
+       .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+       .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_VARLEN |
+                   ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_FLEX_ATTENTION | ATTNRT_FEATURE_BACKWARD,
+       .min_head_dim = 64,
+       .max_head_dim = 128,
+       .min_cuda_arch = 80});
 
   FlexAttentionCuda() : modules_(kVersion) {}
 
@@ -82,52 +84,112 @@ class FlexAttentionCuda {
     return "";
   }
 
-  size_t workspace_size(const attnrt_attention_desc& d, bool /*backward*/, int /*num_threads*/) const {
-    const attnrt_flex_attention* f = sdk::flex_block(d);
-    if (f == nullptr || f->kv_num_blocks == nullptr) return 0;
-    const ForwardTile tile = forward_tile(d.head_dim);
-    return size_t(f->kv_num_blocks->shape[0]) * f->kv_num_blocks->shape[1] * ceil_div(d.seqlen_q, tile.bm) *
-           ceil_div(d.seqlen_k, tile.bn);
+  // Forward: the block states. Backward: flash_attention_2's backward workspace (D and the fp32
+  // dQ accumulator), then the block states.
+  size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
+    return states_offset(d, backward) + states_bytes(d);
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
     cuda::use_device(d);
     const std::shared_ptr<const KernelModule> m = module(d);
-    const cuda::AttentionParams p = cuda::make_params(d, a, 16);
+    const cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
-    attnrt_flex::KernelParams x{};
-    x.has_mask_mod = 0;
-    x.tile_rows = m->tile.bm;
-    const cudaStream_t stream = static_cast<cudaStream_t>(e.stream);
-    if (const attnrt_flex_attention* f = sdk::flex_block(d)) {
-      x.has_mask_mod = f->mask_mod && *f->mask_mod;
-      for (int32_t i = 0; i < f->num_aux; ++i) {
-        x.ctx.aux[i] = cuda::detail::data_of(f->aux[i]);
-        for (int k = 0; k < f->aux[i]->ndim; ++k) {
-          x.ctx.shape[i][k] = f->aux[i]->shape[k];
-          x.ctx.stride[i][k] = stride(f->aux[i], k);
-        }
-      }
-      for (int32_t i = 0; i < f->num_scalars; ++i) x.ctx.scalars[i] = f->scalars[i];
-      if (f->kv_num_blocks) tile_states(d, *f, *m, e, x);
-    }
-    check_cuda(
-        cudaFuncSetAttribute(reinterpret_cast<const void*>(m->forward), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(m->tile.smem_bytes(d.head_dim))),
-        "flex_attention forward: shared memory");
+    sdk::require_workspace(e, workspace_size(d, false, 0), 0);
+    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false));
+    set_smem(m->forward, m->tile.smem_bytes(d.head_dim), "flex_attention forward: shared memory");
     const dim3 grid(ceil_div(p.seqlen_q, m->tile.bm), p.heads_q, p.batch);
-    void* args[] = {const_cast<cuda::AttentionParams*>(&p), &x};
+    void* args[] = {const_cast<cuda::AttentionParams*>(&p), const_cast<attnrt_flex::KernelParams*>(&x)};
     check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(m->forward), grid, dim3(m->tile.threads()), args,
-                                m->tile.smem_bytes(d.head_dim), stream),
+                                m->tile.smem_bytes(d.head_dim), stream(e)),
                "flex_attention forward");
   }
 
-  void backward(const attnrt_attention_desc&, const attnrt_backward_args&, const attnrt_exec&) {
-    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED,
-                     "flex_attention on CUDA has no backward yet (the CPU flex_attention has one)");
+  // flash_attention_2's backward (FlashAttention-2, Algorithm 2) under the flex policy: D, then
+  // one CTA per key block accumulating dK, dV and (atomically, in fp32) dQ over the query tiles
+  // the block mask does not skip, then dQ's conversion.
+  void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
+    const char* what = "flex_attention backward";
+    if (const attnrt_flex_attention* f = sdk::flex_block(d);
+        f && f->score_mod && *f->score_mod && !(f->score_mod_grad && *f->score_mod_grad)) {
+      throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED,
+                       "flex_attention backward with a score_mod needs score_mod_grad (d score_mod / d score), "
+                       "which the call does not give");
+    }
+    if (d.deterministic) {
+      throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED,
+                       "flex_attention on CUDA has no deterministic backward (dQ is accumulated with atomics)");
+    }
+    cuda::use_device(d);
+    const std::shared_ptr<const KernelModule> m = module(d);
+    cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
+    sdk::require_workspace(e, workspace_size(d, true, 0), 0);
+    cuda::BackwardWorkspace::bind(d, e, p);
+    if (cuda::BackwardWorkspace::nothing_to_differentiate(p, stream(e), what)) return;
+    const Dkdv path = dkdv_path(d, *m);
+    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
+    void* args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
+    const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
+    if (p.seqlen_q > 0) {
+      launch(m->softmax_d, rows, 128, 0, args, e, what);
+      const size_t lse_rows = size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * p.seqlen_q);
+      check_cuda(cudaMemsetAsync(p.dq_accum, 0, lse_rows * d.head_dim * sizeof(float), stream(e)), what);
+    }
+    const BackwardShapes& s = m->backward;
+    if (p.seqlen_k > 0) {
+      if (path == Dkdv::kWide) {
+        set_smem(m->dkdv_wide, s.wide_smem, what);
+        launch(m->dkdv_wide, dim3(ceil_div(p.seqlen_k, s.wide_bn), p.heads_kv, p.batch), s.wide_threads, s.wide_smem,
+               args, e, what);
+      } else {
+        const dim3 grid(ceil_div(p.seqlen_k, s.split_bn), p.heads_kv, p.batch);
+        set_smem(m->dkdv_split_dv, s.split_dv_smem, what);
+        set_smem(m->dkdv_split_dk, s.split_dk_smem, what);
+        launch(m->dkdv_split_dv, grid, s.split_threads, s.split_dv_smem, args, e, what);
+        launch(m->dkdv_split_dk, grid, s.split_threads, s.split_dk_smem, args, e, what);
+      }
+    }
+    if (p.seqlen_q > 0) launch(m->dq_convert, rows, 128, 0, args, e, what);
   }
 
  private:
+  static constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes
+  enum class Dkdv { kWide, kSplit };
+
+  static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
+
+  static void set_smem(cudaKernel_t k, size_t bytes, const char* what) {
+    check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               what);
+  }
+  static void launch(cudaKernel_t k, dim3 grid, int threads, size_t smem, void** args, const attnrt_exec& e,
+                     const char* what) {
+    check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(k), grid, dim3(threads), args, smem, stream(e)), what);
+  }
+
+  // The dK/dV kernel: flash_attention_2's wide one where the GPU has sm_90's shared memory (as
+  // flash_attention_2 picks; ATTNRT_FA2_BACKWARD=split forces the other, for tests) and the block
+  // mask's blocks are whole tiles of it, else the split pair; refused when neither fits.
+  Dkdv dkdv_path(const attnrt_attention_desc& d, const KernelModule& m) const {
+    const BackwardShapes& s = m.backward;
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    const bool masked = f && f->kv_num_blocks;
+    auto fits = [&](int bm, int bn) { return !masked || (f->q_block_size % bm == 0 && f->kv_block_size % bn == 0); };
+    const char* force = std::getenv("ATTNRT_FA2_BACKWARD");
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, d.device.device_id);
+    if (m.dkdv_wide && !(force && std::string(force) == "split") && size_t(optin) >= s.wide_smem &&
+        fits(s.wide_bm, s.wide_bn)) {
+      return Dkdv::kWide;
+    }
+    if (fits(s.split_bm, s.split_bn)) return Dkdv::kSplit;
+    throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "flex_attention backward on CUDA: block mask of " +
+                                                   std::to_string(f->q_block_size) + " x " +
+                                                   std::to_string(f->kv_block_size) + " blocks: needs multiples of " +
+                                                   std::to_string(s.split_bm) + " x " + std::to_string(s.split_bn));
+  }
+
   std::shared_ptr<const KernelModule> module(const attnrt_attention_desc& d) const {
     ModuleKey key;
     if (const attnrt_flex_attention* f = sdk::flex_block(d)) key.mods = kernels::flex::Mods::from_block(*f);
@@ -137,38 +199,52 @@ class FlexAttentionCuda {
     return modules_.get(key);
   }
 
-  // The block mask's lists as per-tile states in the workspace, on the call's stream.
-  void tile_states(const attnrt_attention_desc& d, const attnrt_flex_attention& f, const KernelModule& m,
-                   const attnrt_exec& e, attnrt_flex::KernelParams& x) const {
-    sdk::require_workspace(e, workspace_size(d, false, 0), 0);
-    const int batch = static_cast<int>(f.kv_num_blocks->shape[0]), heads = static_cast<int>(f.kv_num_blocks->shape[1]);
-    const int q_blocks = static_cast<int>(f.kv_num_blocks->shape[2]);
+  // The block states ([batch, heads, q blocks, k blocks] bytes) follow what the direction needs.
+  static size_t states_offset(const attnrt_attention_desc& d, bool backward) {
+    return backward ? cuda::BackwardWorkspace::aligned(cuda::BackwardWorkspace::size(d, true)) : 0;
+  }
+  static size_t states_bytes(const attnrt_attention_desc& d) {
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    if (f == nullptr || f->kv_num_blocks == nullptr) return 0;
+    return size_t(f->kv_num_blocks->shape[0]) * f->kv_num_blocks->shape[1] * f->kv_num_blocks->shape[2] *
+           ceil_div(d.seqlen_k, f->kv_block_size);
+  }
+
+  // The mods' context and, with a block mask, its lists as per-block states in the workspace at
+  // `states_at` (written on the call's stream before the kernels that read them).
+  attnrt_flex::KernelParams kernel_params(const attnrt_attention_desc& d, const KernelModule& m, const attnrt_exec& e,
+                                          size_t states_at) const {
+    attnrt_flex::KernelParams x{};
+    x.forward_bn = m.tile.bn;
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    if (f == nullptr) return x;
+    x.has_mask_mod = f->mask_mod && *f->mask_mod;
+    for (int32_t i = 0; i < f->num_aux; ++i) {
+      x.ctx.aux[i] = cuda::detail::data_of(f->aux[i]);
+      for (int k = 0; k < f->aux[i]->ndim; ++k) {
+        x.ctx.shape[i][k] = f->aux[i]->shape[k];
+        x.ctx.stride[i][k] = stride(f->aux[i], k);
+      }
+    }
+    for (int32_t i = 0; i < f->num_scalars; ++i) x.ctx.scalars[i] = f->scalars[i];
+    if (f->kv_num_blocks == nullptr) return x;
+    int batch = static_cast<int>(f->kv_num_blocks->shape[0]), heads = static_cast<int>(f->kv_num_blocks->shape[1]);
+    int q_blocks = static_cast<int>(f->kv_num_blocks->shape[2]), k_blocks = ceil_div(d.seqlen_k, f->kv_block_size);
+    unsigned char* state = static_cast<unsigned char*>(e.workspace) + states_at;
+    x.tile_state = state;
     x.state_batch = batch;
     x.state_heads = heads;
-    x.q_tiles = ceil_div(d.seqlen_q, m.tile.bm);
-    x.k_tiles = ceil_div(d.seqlen_k, m.tile.bn);
-    x.tile_state = static_cast<const unsigned char*>(e.workspace);
-    unsigned char* state = static_cast<unsigned char*>(e.workspace);
-    int q_ratio = f.q_block_size / m.tile.bm, k_ratio = f.kv_block_size / m.tile.bn;
-    FlexList partial = flex_list(f.kv_num_blocks, f.kv_indices);
-    FlexList full = f.full_kv_num_blocks ? flex_list(f.full_kv_num_blocks, f.full_kv_indices) : partial;
-    int has_full = f.full_kv_num_blocks != nullptr;
-    int q_tiles = x.q_tiles, k_tiles = x.k_tiles;
-    void* args[] = {&state,
-                    const_cast<int*>(&batch),
-                    const_cast<int*>(&heads),
-                    const_cast<int*>(&q_blocks),
-                    &q_ratio,
-                    &k_ratio,
-                    &q_tiles,
-                    &k_tiles,
-                    &partial,
-                    &full,
-                    &has_full};
+    x.q_blocks = q_blocks;
+    x.k_blocks = k_blocks;
+    x.q_block = f->q_block_size;
+    x.kv_block = f->kv_block_size;
+    FlexList partial = flex_list(f->kv_num_blocks, f->kv_indices);
+    FlexList full = f->full_kv_num_blocks ? flex_list(f->full_kv_num_blocks, f->full_kv_indices) : partial;
+    int has_full = f->full_kv_num_blocks != nullptr;
+    void* args[] = {&state, &batch, &heads, &q_blocks, &k_blocks, &partial, &full, &has_full};
     const int threads = 128, rows = batch * heads * q_blocks;
-    check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(m.tile_states), dim3(ceil_div(rows, threads)),
-                                dim3(threads), args, 0, static_cast<cudaStream_t>(e.stream)),
-               "flex_attention block mask");
+    launch(m.block_states, dim3(ceil_div(rows, threads)), threads, 0, args, e, "flex_attention block mask");
+    return x;
   }
 
   mutable ModuleCache modules_;

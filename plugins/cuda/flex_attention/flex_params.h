@@ -1,5 +1,5 @@
 // What flex_attention's kernels get besides AttentionParams (the policy's Params, passed as the
-// kernel's second parameter): the mods' context and the block mask as per-tile states. Included
+// kernel's second parameter): the mods' context and the block mask as per-block states. Included
 // by the plugin (host) after prelude_host.hpp and by the NVRTC program after the mods' unit, so
 // both see one layout.
 #ifndef ATTNRT_FLEX_PARAMS_H_
@@ -11,13 +11,16 @@ enum TileState { kTileSkip = 0, kTilePartial = 1, kTileFull = 2 };
 
 struct KernelParams {
   Context ctx;
-  // [state_batch, state_heads, q_tiles, k_tiles] TileState per kernel tile (BM x BN), built from
-  // the block mask each call; NULL: no block mask (every tile partial).
+  // [state_batch, state_heads, q_blocks, k_blocks] TileState per block of the block mask
+  // (q_block x kv_block, PyTorch's BlockMask blocks), built from its lists each call; NULL: no
+  // block mask (every block partial). Every kernel's tiles divide the blocks (the plugin checks),
+  // so a tile's state is its block's.
   const unsigned char* tile_state;
   int state_batch, state_heads;  // 1 (broadcast) or batch / heads_q
-  int q_tiles, k_tiles;
-  int tile_rows;     // BM: query rows per tile
-  int has_mask_mod;  // 0: no mask_mod (its predicate is never evaluated)
+  int q_blocks, k_blocks;
+  int q_block, kv_block;  // rows and keys per block
+  int forward_bn;         // keys per step of the forward kernel (its block walk counts in steps)
+  int has_mask_mod;       // 0: no mask_mod (its predicate is never evaluated)
 };
 
 }  // namespace attnrt_flex

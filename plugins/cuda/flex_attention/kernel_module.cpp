@@ -14,7 +14,10 @@
 namespace attnrt::plugins::flex_cuda {
 namespace {
 
-constexpr const char* kBlobMagic = "attnrt-flex-cubin-1\n";
+constexpr const char* kBlobMagic = "attnrt-flex-cubin-2\n";
+// flash_attention_2's split dK/dV tile (fa2_launch.cuh, Config::kSplitBN / kSplitBM up to
+// head_dim 128, the head dims flex compiles).
+constexpr int kSplitBN = 64, kSplitBM = 64;
 
 [[noreturn]] void device_error(const std::string& what, cudaError_t e) {
   throw sdk::Error(ATTNRT_ERROR_DEVICE,
@@ -40,16 +43,40 @@ std::string cuda_include_dir() {
                    "none found (set ATTNRT_CUDA_INCLUDE to the toolkit's include folder)");
 }
 
-std::string kernel_name(const ModuleKey& k, const ForwardTile& t) {
-  return "&attnrt::cuda::fa2::forward_kernel<" + std::string(k.bf16 ? "__nv_bfloat16" : "__half") + ", " +
-         std::to_string(k.head_dim) + ", " + std::to_string(t.bm) + ", " + std::to_string(t.bn) + ", " +
-         std::to_string(t.mt) + ", attnrt::cuda::FlexScores>";
+std::string type_name(const ModuleKey& k) { return k.bf16 ? "__nv_bfloat16" : "__half"; }
+
+// The module's kernels as NVRTC name expressions, in KernelModule's order: forward, D, the split
+// dK/dV pair, the dQ conversion and, on sm_90, the wide dK/dV kernel (a trap elsewhere).
+std::vector<std::string> kernel_names(const ModuleKey& k, const ForwardTile& t) {
+  const std::string T = type_name(k), HD = std::to_string(k.head_dim);
+  const std::string flex = "attnrt::cuda::FlexScores", split = "&attnrt::cuda::fa2::dkdv_split_kernel<" + T + ", " +
+                                                               HD + ", " + std::to_string(kSplitBN) + ", " +
+                                                               std::to_string(kSplitBM) + ", attnrt::cuda::fa2::DkDv::";
+  std::vector<std::string> names = {
+      "&attnrt::cuda::fa2::forward_kernel<" + T + ", " + HD + ", " + std::to_string(t.bm) + ", " +
+          std::to_string(t.bn) + ", " + std::to_string(t.mt) + ", " + flex + ">",
+      "&attnrt::cuda::softmax_d_kernel<" + T + ", " + HD + ", attnrt::cuda::StandardScores>",
+      split + "kDvOnly, false, " + flex + ">", split + "kDkOnly, true, " + flex + ">",
+      "&attnrt::cuda::dq_convert_kernel<" + T + ", " + HD + ", false>"};
+  if (k.arch >= 90) names.push_back("&attnrt::cuda::fa2::dkdv_kernel<" + T + ", " + HD + ", true, " + flex + ">");
+  return names;
 }
 
 std::string program_source(const ModuleKey& k) {
+  // The backward's launch shapes, as the kernels define them (read back by the plugin, in
+  // BackwardShapes' order).
+  const std::string HD = std::to_string(k.head_dim), BN = std::to_string(kSplitBN), BM = std::to_string(kSplitBM);
+  const std::string wide = "attnrt::cuda::fa2::DkDvTile<" + HD + ", true>::";
+  const std::string split = "attnrt::cuda::fa2::SplitDkDvTile<" + HD + ", " + BN + ", " + BM + ", ";
+  const std::string shapes = "extern \"C\" __device__ long long attnrt_flex_backward_shapes[9] = {" + wide +
+                             "kThreads, " + wide + "kBN, " + wide + "kBM, (long long)" + wide + "kSmemBytes, " + split +
+                             "false>::kThreads, " + BN + ", " + BM + ", (long long)" + split +
+                             "false>::kSmemBytes, (long long)" + split + "true>::kSmemBytes};\n";
   return kernels::flex::translation_unit(k.mods, kernels::flex::Target::kCuda) + "#define ATTNRT_FLEX_HAS_SCORE_MOD " +
          (k.mods.score_mod.empty() ? "0" : "1") +
-         "\n#include \"flex_params.h\"\n#include \"fa2_forward.cuh\"\n#include \"flex_policy.cuh\"\n";
+         "\n#include \"flex_params.h\"\n#include \"fa2_forward.cuh\"\n#include \"fa2_dkdv.cuh\"\n"
+         "#include \"fa2_dkdv_split.cuh\"\n#include \"flex_policy.cuh\"\n" +
+         shapes;
 }
 
 }  // namespace
@@ -66,12 +93,14 @@ KernelModule::~KernelModule() {
 std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   const ForwardTile tile = forward_tile(key.head_dim);
   const std::string source = program_source(key);
-  const std::string kernel = kernel_name(key, tile);
+  const std::vector<std::string> kernels = kernel_names(key, tile);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!disk_) disk_.emplace(kernels::flex::cache_dir());
   const std::string nvrtc = kernels::flex::nvrtc_version();
-  std::string key_text = "attnrt flex cuda 1\n" + version_ + "\nnvrtc " + nvrtc + "\nsm_" + std::to_string(key.arch) +
-                         "\n" + kernel + "\n" + source;
+  std::string key_text =
+      "attnrt flex cuda 2\n" + version_ + "\nnvrtc " + nvrtc + "\nsm_" + std::to_string(key.arch) + "\n";
+  for (const std::string& k : kernels) key_text += k + "\n";
+  key_text += source;
   for (const auto& h : flex_headers()) key_text += "\n" + h.include_name + "\n" + h.text;
   const std::string digest = kernels::flex::sha256_hex(key_text);
   if (auto it = loaded_.find(digest); it != loaded_.end()) return it->second;
@@ -79,13 +108,17 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   auto module = std::make_shared<KernelModule>();
   module->tile = tile;
   const auto start = std::chrono::steady_clock::now();
+  // The cache entry: the magic, the lowered names one per line, then the cubin.
   const std::string path = disk_->get_or_create(
       digest + ".cubin",
       [&](const std::string& out) {
         std::vector<kernels::flex::NvrtcHeader> headers = flex_headers();
-        const auto compiled = kernels::flex::nvrtc_compile(source, "flex_attention.cu", key.arch, {cuda_include_dir()},
-                                                           headers, {kernel});
-        std::ofstream(out, std::ios::binary) << kBlobMagic << compiled.lowered_names[0] << "\n" << compiled.cubin;
+        const auto compiled =
+            kernels::flex::nvrtc_compile(source, "flex_attention.cu", key.arch, {cuda_include_dir()}, headers, kernels);
+        std::ofstream file(out, std::ios::binary);
+        file << kBlobMagic;
+        for (const std::string& name : compiled.lowered_names) file << name << "\n";
+        file << compiled.cubin;
       },
       &module->cache_hit);
   module->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -93,23 +126,50 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   std::stringstream blob_stream;
   blob_stream << in.rdbuf();
   const std::string blob = blob_stream.str();
-  const size_t name_end = blob.find('\n', std::string(kBlobMagic).size());
-  if (blob.rfind(kBlobMagic, 0) != 0 || name_end == std::string::npos) {
+  std::vector<std::string> lowered;
+  size_t at = std::string(kBlobMagic).size();
+  for (size_t i = 0; i < kernels.size() && blob.rfind(kBlobMagic, 0) == 0; ++i) {
+    const size_t end = blob.find('\n', at);
+    if (end == std::string::npos) break;
+    lowered.push_back(blob.substr(at, end - at));
+    at = end + 1;
+  }
+  if (lowered.size() != kernels.size()) {
     throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: cache entry " + path + " is not a flex kernel module");
   }
-  const std::string lowered = blob.substr(std::string(kBlobMagic).size(), name_end - std::string(kBlobMagic).size());
-  const char* cubin = blob.data() + name_end + 1;
-  if (cudaError_t e = cudaLibraryLoadData(&module->library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (cudaError_t e = cudaLibraryLoadData(&module->library, blob.data() + at, nullptr, nullptr, 0, nullptr, nullptr, 0);
       e != cudaSuccess) {
     device_error("loading the compiled kernels " + path, e);
   }
-  if (cudaError_t e = cudaLibraryGetKernel(&module->forward, module->library, lowered.c_str()); e != cudaSuccess) {
-    device_error("finding " + lowered, e);
+  auto kernel = [&](const std::string& name, cudaKernel_t* out) {
+    if (cudaError_t e = cudaLibraryGetKernel(out, module->library, name.c_str()); e != cudaSuccess) {
+      device_error("finding " + name, e);
+    }
+  };
+  cudaKernel_t* slots[] = {&module->forward,       &module->softmax_d,  &module->dkdv_split_dv,
+                           &module->dkdv_split_dk, &module->dq_convert, &module->dkdv_wide};
+  for (size_t i = 0; i < lowered.size(); ++i) kernel(lowered[i], slots[i]);
+  kernel("attnrt_flex_block_states", &module->block_states);
+  void* shapes_ptr = nullptr;
+  size_t shapes_bytes = 0;
+  long long shapes[9] = {0};
+  if (cudaError_t e = cudaLibraryGetGlobal(&shapes_ptr, &shapes_bytes, module->library, "attnrt_flex_backward_shapes");
+      e != cudaSuccess || shapes_bytes != sizeof shapes) {
+    device_error("finding attnrt_flex_backward_shapes", e == cudaSuccess ? cudaErrorInvalidSymbol : e);
   }
-  if (cudaError_t e = cudaLibraryGetKernel(&module->tile_states, module->library, "attnrt_flex_tile_states");
-      e != cudaSuccess) {
-    device_error("finding attnrt_flex_tile_states", e);
+  if (cudaError_t e = cudaMemcpy(shapes, shapes_ptr, sizeof shapes, cudaMemcpyDeviceToHost); e != cudaSuccess) {
+    device_error("reading attnrt_flex_backward_shapes", e);
   }
+  BackwardShapes& bs = module->backward;
+  bs.wide_threads = static_cast<int>(shapes[0]);
+  bs.wide_bn = static_cast<int>(shapes[1]);
+  bs.wide_bm = static_cast<int>(shapes[2]);
+  bs.wide_smem = static_cast<size_t>(shapes[3]);
+  bs.split_threads = static_cast<int>(shapes[4]);
+  bs.split_bn = static_cast<int>(shapes[5]);
+  bs.split_bm = static_cast<int>(shapes[6]);
+  bs.split_dv_smem = static_cast<size_t>(shapes[7]);
+  bs.split_dk_smem = static_cast<size_t>(shapes[8]);
   loaded_.emplace(digest, module);
   return module;
 }

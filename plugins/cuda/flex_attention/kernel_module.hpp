@@ -1,6 +1,6 @@
 // flex_attention's CUDA kernels for one call shape: the user's mods compiled by NVRTC together
-// with flash_attention_2's forward mainloop under the flex score policy (flex_policy.cuh), for
-// one dtype, head_dim and GPU architecture; kept in the disk cache as a cubin and loaded with
+// with flash_attention_2's forward and backward kernels under the flex score policy
+// (flex_policy.cuh), for one dtype, head_dim and GPU architecture; kept in the disk cache as a cubin and loaded with
 // the CUDA runtime's library API (context-independent, so one load serves every device of the
 // architecture).
 #pragma once
@@ -27,10 +27,25 @@ struct ForwardTile {
 };
 ForwardTile forward_tile(int head_dim);
 
+// The backward's launch shapes, read from the module (the kernels' own constants): the dK/dV
+// kernel with dQ fused (sm_90's shared memory), and the split pair (dV, then dK and dQ) that
+// other GPUs run.
+struct BackwardShapes {
+  int wide_threads = 0, wide_bn = 0, wide_bm = 0;
+  size_t wide_smem = 0;
+  int split_threads = 0, split_bn = 0, split_bm = 0;
+  size_t split_dv_smem = 0, split_dk_smem = 0;
+};
+
 struct KernelModule {
   cudaLibrary_t library = nullptr;
-  cudaKernel_t forward = nullptr;      // fa2::forward_kernel<T, HD, BM, BN, MT, FlexScores>
-  cudaKernel_t tile_states = nullptr;  // attnrt_flex_tile_states
+  cudaKernel_t forward = nullptr;       // fa2::forward_kernel<T, HD, BM, BN, MT, FlexScores>
+  cudaKernel_t block_states = nullptr;  // attnrt_flex_block_states
+  // Backward (flash_attention_2's, FlexScores): D, the dK/dV kernels (wide: NULL below sm_90),
+  // dq = softmax_scale * dq_accum.
+  cudaKernel_t softmax_d = nullptr, dkdv_wide = nullptr, dkdv_split_dv = nullptr, dkdv_split_dk = nullptr,
+               dq_convert = nullptr;
+  BackwardShapes backward;
   ForwardTile tile{};
   bool cache_hit = false;  // the cubin came from the disk cache
   double compile_seconds = 0;
