@@ -4,8 +4,11 @@
 // the same rule as C++ here, from which the block mask is built the way PyTorch's
 // create_block_mask builds it (128 x 128 blocks: none visible: skipped; all: full; else
 // partial) and the visible pairs are counted. TFLOP/s = 4 * batch * heads * visible pairs *
-// head_dim / time (FlashAttention's convention, over the pairs the mask leaves).
-//   attnrt_flex_bench [--hdim 64,128] [--seqlen 2048,8192] [--heads 16] [--batch 2] [--csv file]
+// head_dim / time (FlashAttention's convention, over the pairs the mask leaves); with --backward 1
+// also each backward alone (after a forward), 2.5 times the forward's FLOPs: 10 * batch * heads
+// * visible pairs * head_dim / time, rows named <backend>_backward.
+//   attnrt_flex_bench [--hdim 64,128] [--seqlen 2048,8192] [--heads 16] [--batch 2] [--backward 1]
+//                     [--csv file]
 #include <attnrt/harness/device_tensor.hpp>
 #include <attnrt/harness/device_workload.hpp>
 #include <attnrt/harness/timing.hpp>
@@ -35,6 +38,7 @@ struct Mod {
   std::string score_mod, mask_mod;
   std::function<bool(int64_t, int64_t)> visible;  // (q_idx, kv_idx), the same rule as mask_mod
   bool needs_slopes = false, needs_table = false, needs_docs = false;
+  std::string score_mod_grad = "";  // d score_mod / d score, for --backward
 };
 
 std::vector<int> split_ints(const std::string& s) {
@@ -68,10 +72,11 @@ std::vector<Mod> mods(int seqlen, const std::vector<int32_t>& doc) {
        [seqlen](int64_t q, int64_t k) { return k < seqlen / 4 || q >= k; }},
       {"document_mask", "", "aux0(q_idx) == aux0(kv_idx) && q_idx >= kv_idx",
        [&doc](int64_t q, int64_t k) { return doc[q] == doc[k] && q >= k; }, false, false, true},
-      {"alibi", "score + aux0(h) * (kv_idx - q_idx)", "q_idx >= kv_idx", causal, true},
-      {"softcap", "20.0f * tanhf(score * 0.05f)", "q_idx >= kv_idx", causal},
+      {"alibi", "score + aux0(h) * (kv_idx - q_idx)", "q_idx >= kv_idx", causal, true, false, false, "1.0f"},
+      {"softcap", "20.0f * tanhf(score * 0.05f)", "q_idx >= kv_idx", causal, false, false, false,
+       "1.0f - tanhf(score * 0.05f) * tanhf(score * 0.05f)"},
       {"relative_bias", "score + aux0(h, q_idx - kv_idx + " + table_center + ")", "q_idx >= kv_idx", causal, false,
-       true},
+       true, false, "1.0f"},
   };
 }
 
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
   using namespace attnrt;
   std::vector<int> hdims = {64, 128}, seqlens = {2048, 8192};
   int heads = 16, batch = 2;
+  bool backward = false;
   std::string csv_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -128,6 +134,8 @@ int main(int argc, char** argv) {
       heads = std::stoi(v);
     else if (a == "--batch")
       batch = std::stoi(v);
+    else if (a == "--backward")
+      backward = v == "1" || v == "on";
     else if (a == "--csv")
       csv_path = v;
     else {
@@ -168,13 +176,15 @@ int main(int argc, char** argv) {
       spec.heads_q = spec.heads_kv = heads;
       spec.head_dim = hd;
       spec.dtype = ATTNRT_DTYPE_BF16;
-      spec.backward = false;
+      spec.backward = backward;
       spec.seed = 7;
       Workload w = make_workload(spec);
       w.desc.device = gpu.dl;
       w.desc.cuda_arch = gpu.cuda_arch;
       DeviceWorkload dw(w, w.desc.device);
       attnrt_forward_args fa = dw.forward_args();
+      attnrt_backward_args ba{};
+      if (backward) ba = dw.backward_args();
       const std::vector<int32_t> doc = documents(seqlen);
       // aux tensors: ALiBi slopes [heads], a bias table [heads, 2 * seqlen - 1], document ids
       HostTensor slopes({heads}, DLDataType{kDLFloat, 32, 1}),
@@ -192,6 +202,7 @@ int main(int argc, char** argv) {
         attnrt_flex_attention block{};
         block.header = {sizeof block, ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION, 0, nullptr};
         block.score_mod = m.score_mod.empty() ? nullptr : m.score_mod.c_str();
+        block.score_mod_grad = m.score_mod_grad.empty() ? nullptr : m.score_mod_grad.c_str();
         block.mask_mod = m.mask_mod.c_str();
         block.source_name = "attnrt_flex_bench";
         block.num_aux = (m.needs_slopes || m.needs_table || m.needs_docs) ? 1 : 0;
@@ -217,6 +228,12 @@ int main(int argc, char** argv) {
         const double tflops = 4.0 * batch * heads * bm.visible_pairs * hd / (ms * 1e-3) / 1e12;
         row(fmt::format("flex_attention,{},{},{},{},{},{:.4f},{:.1f},{:.0f},prepare {:.1f} ms", m.name, batch, heads,
                         seqlen, hd, ms, tflops, bm.visible_pairs, prepare_ms));
+        if (backward) {  // after the forward above wrote out and lse
+          const double bms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { flex->backward(d, ba, 0); });
+          row(fmt::format("flex_attention_backward,{},{},{},{},{},{:.4f},{:.1f},{:.0f},", m.name, batch, heads, seqlen,
+                          hd, bms, 10.0 * batch * heads * bm.visible_pairs * hd / (bms * 1e-3) / 1e12,
+                          bm.visible_pairs));
+        }
       }
       // The built-in causal rule of the flash kernels, on the same tensors.
       const double causal_pairs = double(seqlen) * (seqlen + 1) / 2;
@@ -228,6 +245,11 @@ int main(int argc, char** argv) {
         const double ms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { be->forward(d, fa, 0); });
         row(fmt::format("{},causal_builtin,{},{},{},{},{:.4f},{:.1f},{:.0f},", name, batch, heads, seqlen, hd, ms,
                         4.0 * batch * heads * causal_pairs * hd / (ms * 1e-3) / 1e12, causal_pairs));
+        if (backward) {
+          const double bms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { be->backward(d, ba, 0); });
+          row(fmt::format("{}_backward,causal_builtin,{},{},{},{},{:.4f},{:.1f},{:.0f},", name, batch, heads, seqlen,
+                          hd, bms, 10.0 * batch * heads * causal_pairs * hd / (bms * 1e-3) / 1e12, causal_pairs));
+        }
       }
     }
   }

@@ -1,8 +1,11 @@
 """PyTorch's compiled flex_attention on the mods attnrt_flex_bench times (bench/flex_bench.cpp):
 the same shapes, mask rules, aux tensors and TFLOP/s convention (4 * batch * heads * visible
-pairs * head_dim / time, forward), block masks from create_block_mask (128 x 128). CSV on stdout.
+pairs * head_dim / time, forward), block masks from create_block_mask (128 x 128). With --backward,
+also the backward alone (torch.autograd.grad of the compiled call's output, retained graph) as
+rows torch_flex_backward, 2.5 times the forward's FLOPs (10 * batch * heads * pairs * head_dim).
+CSV on stdout.
 
-    python3 bench/torch_flex_anchors.py --hdim 64,128 --seqlen 2048,8192 [--csv anchors_flex.csv]
+    python3 bench/torch_flex_anchors.py --hdim 64,128 --seqlen 2048,8192 [--backward] [--csv anchors_flex.csv]
 """
 import argparse
 import sys
@@ -59,6 +62,7 @@ def main():
     ap.add_argument("--seqlen", default="2048,8192")
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--backward", action="store_true")
     ap.add_argument("--csv")
     args = ap.parse_args()
     out = open(args.csv, "w") if args.csv else None
@@ -88,6 +92,15 @@ def main():
                     ms = median_ms(fn)
                     tf = 4.0 * args.batch * args.heads * visible * hd / (ms * 1e-3) / 1e12
                     row(f"torch_flex,{name},{args.batch},{args.heads},{seqlen},{hd},{ms:.4f},{tf:.1f},{visible:.0f},")
+                    if args.backward:
+                        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+                        o = compiled(qg, kg, vg, score_mod=score_mod, block_mask=bm)
+                        do = torch.randn_like(o)
+                        ms = median_ms(lambda: torch.autograd.grad(o, (qg, kg, vg), do, retain_graph=True))
+                        tf = 10.0 * args.batch * args.heads * visible * hd / (ms * 1e-3) / 1e12
+                        row(f"torch_flex_backward,{name},{args.batch},{args.heads},{seqlen},{hd},{ms:.4f},{tf:.1f},"
+                            f"{visible:.0f},")
+                        del qg, kg, vg, o, do
                 except Exception as e:  # a mod torch cannot compile at this shape (hd64 relative bias)
                     row(f"torch_flex,{name},{args.batch},{args.heads},{seqlen},{hd},,,{visible:.0f},"
                         f"failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
