@@ -2,7 +2,8 @@
 the same GPU call and writes each paged case's effective bandwidth beside PyTorch's contiguous
 decode on the same shape (the issue 17 bar: paged >= 0.95x torch cuDNN on every shape and page
 size) and the device copy bandwidth.
-A paged case decode_D128_B16_K8192_H32_KV8_page16 joins the anchors' ..._contiguous case.
+A paged case decode_D128_B16_K8192_H32_KV8_page16 joins the anchors' ..._contiguous case, and so
+does its --kv-layout hnd twin ..._page16_hnd (PyTorch's cache is [batch, heads, keys, hd] either way).
 Usage: python3 decode_ratios.py decode_bench.csv decode_anchors.csv [ratios.csv]
 Prints a Markdown table; with a third argument also writes it as CSV."""
 import csv
@@ -26,7 +27,7 @@ out = []
 for r in ours:
     if r["note"] or float(r["tbps"]) <= 0:
         continue
-    contiguous = re.sub(r"_(page\d+|contiguous)", "_contiguous", r["case"], count=1)
+    contiguous = re.sub(r"_(page\d+|contiguous)(_hnd)?$", "_contiguous", r["case"], count=1)
     cudnn = anchors.get((contiguous, "torch_cudnn"))
     flash = anchors.get((contiguous, "torch_flash"))
     t = float(r["tbps"])
