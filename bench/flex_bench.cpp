@@ -77,6 +77,12 @@ std::vector<Mod> mods(int seqlen, const std::vector<int32_t>& doc) {
        "1.0f - tanhf(score * 0.05f) * tanhf(score * 0.05f)"},
       {"relative_bias", "score + aux0(h, q_idx - kv_idx + " + table_center + ")", "q_idx >= kv_idx", causal, false,
        true, false, "1.0f"},
+      // Issue 15's block-sparse bar: every 128 x 128 block visible (dense), and a tenth of them
+      // (a fixed hash of the block's coordinates), each kept block whole, so the block mask lists
+      // it as full and mask_mod is never evaluated; the time ratio is the sparsity's speedup.
+      {"dense", "", "true", [](int64_t, int64_t) { return true; }},
+      {"block_sparse_90", "", "((q_idx / 128) * 7919 + (kv_idx / 128) * 104729) % 10 == 0",
+       [](int64_t q, int64_t k) { return ((q / 128) * 7919 + (k / 128) * 104729) % 10 == 0; }},
   };
 }
 

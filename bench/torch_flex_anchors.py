@@ -38,6 +38,8 @@ def mods(seqlen, heads):
         ("alibi", lambda s, b, h, q, k: s + slopes[h] * (k - q), causal),
         ("softcap", lambda s, b, h, q, k: 20.0 * torch.tanh(s * 0.05), causal),
         ("relative_bias", lambda s, b, h, q, k: s + table[h, q - k + seqlen - 1], causal),
+        ("dense", None, lambda b, h, q, k: q >= 0),
+        ("block_sparse_90", None, lambda b, h, q, k: ((q // 128) * 7919 + (k // 128) * 104729) % 10 == 0),
     ]
 
 
@@ -85,7 +87,8 @@ def main():
                        for _ in range(3))
             qi = torch.arange(seqlen, device="cuda")
             for name, score_mod, mask_mod in mods(seqlen, args.heads):
-                visible = float(mask_mod(0, 0, qi[:, None], qi[None, :]).sum())
+                # broadcast: a rule of q alone (dense's q >= 0) gives a column, not the square
+                visible = float(torch.broadcast_to(mask_mod(0, 0, qi[:, None], qi[None, :]), (seqlen, seqlen)).sum())
                 try:
                     bm = create_block_mask(mask_mod, None, None, seqlen, seqlen, device="cuda")
                     fn = lambda: compiled(q, k, v, score_mod=score_mod, block_mask=bm)
