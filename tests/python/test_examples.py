@@ -1,6 +1,6 @@
 """attnrt.examples.train on the CPU (issue 18): it trains, and with the same seed its loss curve
 through attnrt's plugins equals transformers' own implementation's within fp32 rounding: Llama
-with attnrt's sdpa against transformers' sdpa, gpt-oss (sinks, a sliding window on every other
+with attnrt's sdpa and flex_attention (no mods: the causal rule) against transformers' sdpa, gpt-oss (sinks, a sliding window on every other
 layer) with attnrt's sdpa against transformers' eager (gpt-oss has no SDPA support there)."""
 import csv
 import os
@@ -27,9 +27,11 @@ def run(tmp_path, arch, implementation, steps):
     return losses(path)
 
 
-@pytest.mark.parametrize("arch,baseline,steps", [("llama", "hf:sdpa", 20), ("gptoss", "hf:eager", 8)])
-def test_loss_curve_equals_transformers_own(tmp_path, arch, baseline, steps):
-    ours = run(tmp_path, arch, "sdpa", steps)
+@pytest.mark.parametrize("arch,ours_impl,baseline,steps", [("llama", "sdpa", "hf:sdpa", 20),
+                                                          ("llama", "flex_attention", "hf:sdpa", 20),
+                                                          ("gptoss", "sdpa", "hf:eager", 8)])
+def test_loss_curve_equals_transformers_own(tmp_path, arch, ours_impl, baseline, steps):
+    ours = run(tmp_path, arch, ours_impl, steps)
     theirs = run(tmp_path, arch, baseline, steps)
     assert len(ours) == len(theirs) == steps
     assert ours[-1] < ours[0] - 1.0, f"did not learn: {ours}"
