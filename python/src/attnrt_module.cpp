@@ -124,6 +124,41 @@ void call_backend(const Backend& self, const attnrt_attention_desc& desc, const 
   check(status, msg);
 }
 
+// The arguments every forward has (the dense ones), held in c.
+attnrt_forward_args dense_forward_args(Call& c, const nb::ndarray<>& q, const nb::ndarray<>& k, const nb::ndarray<>& v,
+                                       const nb::ndarray<>& out, const OptArray& lse, const OptArray& sinks) {
+  attnrt_forward_args a{};
+  a.struct_size = sizeof a;
+  a.q = c.add(q);
+  a.k = c.add(k);
+  a.v = c.add(v);
+  a.out = c.add(out);
+  a.lse = c.add(lse);
+  a.sinks = c.add(sinks);
+  return a;
+}
+
+// The same for a backward.
+attnrt_backward_args dense_backward_args(Call& c, const nb::ndarray<>& dout, const nb::ndarray<>& q,
+                                         const nb::ndarray<>& k, const nb::ndarray<>& v, const nb::ndarray<>& out,
+                                         const nb::ndarray<>& lse, const nb::ndarray<>& dq, const nb::ndarray<>& dk,
+                                         const nb::ndarray<>& dv, const OptArray& dsinks, const OptArray& sinks) {
+  attnrt_backward_args a{};
+  a.struct_size = sizeof a;
+  a.dout = c.add(dout);
+  a.q = c.add(q);
+  a.k = c.add(k);
+  a.v = c.add(v);
+  a.out = c.add(out);
+  a.lse = c.add(lse);
+  a.dq = c.add(dq);
+  a.dk = c.add(dk);
+  a.dv = c.add(dv);
+  a.dsinks = c.add(dsinks);
+  a.sinks = c.add(sinks);
+  return a;
+}
+
 }  // namespace
 
 NB_MODULE(_attnrt, m) {
@@ -263,14 +298,7 @@ NB_MODULE(_attnrt, m) {
              OptArray cu_seqlens_k, OptArray seqused_k, OptArray block_table, OptArray workspace, uintptr_t stream,
              int32_t num_threads) {
             Call c;
-            attnrt_forward_args a{};
-            a.struct_size = sizeof a;
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.sinks = c.add(sinks);
+            attnrt_forward_args a = dense_forward_args(c, q, k, v, out, lse, sinks);
             a.alibi_slopes = c.add(alibi_slopes);
             a.cu_seqlens_q = c.add(cu_seqlens_q);
             a.cu_seqlens_k = c.add(cu_seqlens_k);
@@ -293,19 +321,7 @@ NB_MODULE(_attnrt, m) {
              OptArray cu_seqlens_k, OptArray seqused_k, OptArray block_table, OptArray workspace, uintptr_t stream,
              int32_t num_threads) {
             Call c;
-            attnrt_backward_args a{};
-            a.struct_size = sizeof a;
-            a.dout = c.add(dout);
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.dq = c.add(dq);
-            a.dk = c.add(dk);
-            a.dv = c.add(dv);
-            a.dsinks = c.add(dsinks);
-            a.sinks = c.add(sinks);
+            attnrt_backward_args a = dense_backward_args(c, dout, q, k, v, out, lse, dq, dk, dv, dsinks, sinks);
             a.alibi_slopes = c.add(alibi_slopes);
             a.cu_seqlens_q = c.add(cu_seqlens_q);
             a.cu_seqlens_k = c.add(cu_seqlens_k);
@@ -326,14 +342,7 @@ NB_MODULE(_attnrt, m) {
              nb::ndarray<> out, OptArray lse, OptArray sinks, OptArray workspace, uintptr_t stream,
              int32_t num_threads) {
             Call c;
-            attnrt_forward_args a{};
-            a.struct_size = sizeof a;
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.sinks = c.add(sinks);
+            const attnrt_forward_args a = dense_forward_args(c, q, k, v, out, lse, sinks);
             call_with_workspace(self, desc, a, workspace, stream, num_threads, attnrt_backend_forward_with_workspace);
           },
           nb::arg("desc"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none(),
@@ -348,19 +357,7 @@ NB_MODULE(_attnrt, m) {
              nb::ndarray<> dv, OptArray dsinks, OptArray sinks, OptArray workspace, uintptr_t stream,
              int32_t num_threads) {
             Call c;
-            attnrt_backward_args a{};
-            a.struct_size = sizeof a;
-            a.dout = c.add(dout);
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.dq = c.add(dq);
-            a.dk = c.add(dk);
-            a.dv = c.add(dv);
-            a.dsinks = c.add(dsinks);
-            a.sinks = c.add(sinks);
+            const attnrt_backward_args a = dense_backward_args(c, dout, q, k, v, out, lse, dq, dk, dv, dsinks, sinks);
             call_with_workspace(self, desc, a, workspace, stream, num_threads, attnrt_backend_backward_with_workspace);
           },
           nb::arg("desc"), nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse"),
