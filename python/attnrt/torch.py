@@ -269,10 +269,11 @@ class _Attention(torch.autograd.Function):
     """The same forward and backward as the ops' autograd formula, without the operator
     dispatcher: what `attention` runs in eager mode (see _direct). The forward takes ctx: the
     setup_context form (_FuncAttention) costs about 16 us more per call. Without return_lse it
-    returns out alone (the LSE still saved for backward): one output fewer for autograd to wrap."""
+    returns out alone (the LSE still saved for backward): one output fewer for autograd to wrap;
+    the parameters come as one tuple (apply's cost grows with its argument count)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, sinks, return_lse, *params):
+    def forward(ctx, q, k, v, sinks, return_lse, params):
         out, lse = _forward_impl(q, k, v, sinks, *params)
         ctx.params = params
         ctx.has_sinks = sinks is not None
@@ -284,7 +285,7 @@ class _Attention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, *_dlse):
-        return _grads(ctx, dout, _backward_impl) + (None,)  # and none for return_lse
+        return _grads(ctx, dout, _backward_impl)[:4] + (None, None)  # none for return_lse and params
 
 
 class _FuncAttention(torch.autograd.Function):
@@ -376,7 +377,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
                                               (sinks is not None and sinks.requires_grad))
     if _direct((q, k, v, sinks)):
         if needs_grad:
-            return _Attention.apply(q, k, v, sinks, return_lse, *params)
+            return _Attention.apply(q, k, v, sinks, return_lse, params)
         out, lse = _forward_impl(q, k, v, sinks, *params, need_lse=return_lse)
     elif needs_grad and _under_grad_transform((q, k, v, sinks)):
         out, lse = _FuncAttention.apply(q, k, v, sinks, *params)
