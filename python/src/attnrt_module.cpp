@@ -23,6 +23,8 @@ namespace nb = nanobind;
 using attnrt_python::Backend;
 using attnrt_python::Call;
 using attnrt_python::check;
+using attnrt_python::dense_backward_args;
+using attnrt_python::dense_forward_args;
 using attnrt_python::Message;
 using attnrt_python::OptArray;
 using attnrt_python::StatusError;
@@ -122,41 +124,6 @@ void call_backend(const Backend& self, const attnrt_attention_desc& desc, const 
     status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
   }
   check(status, msg);
-}
-
-// The arguments every forward has (the dense ones), held in c.
-attnrt_forward_args dense_forward_args(Call& c, const nb::ndarray<>& q, const nb::ndarray<>& k, const nb::ndarray<>& v,
-                                       const nb::ndarray<>& out, const OptArray& lse, const OptArray& sinks) {
-  attnrt_forward_args a{};
-  a.struct_size = sizeof a;
-  a.q = c.add(q);
-  a.k = c.add(k);
-  a.v = c.add(v);
-  a.out = c.add(out);
-  a.lse = c.add(lse);
-  a.sinks = c.add(sinks);
-  return a;
-}
-
-// The same for a backward.
-attnrt_backward_args dense_backward_args(Call& c, const nb::ndarray<>& dout, const nb::ndarray<>& q,
-                                         const nb::ndarray<>& k, const nb::ndarray<>& v, const nb::ndarray<>& out,
-                                         const nb::ndarray<>& lse, const nb::ndarray<>& dq, const nb::ndarray<>& dk,
-                                         const nb::ndarray<>& dv, const OptArray& dsinks, const OptArray& sinks) {
-  attnrt_backward_args a{};
-  a.struct_size = sizeof a;
-  a.dout = c.add(dout);
-  a.q = c.add(q);
-  a.k = c.add(k);
-  a.v = c.add(v);
-  a.out = c.add(out);
-  a.lse = c.add(lse);
-  a.dq = c.add(dq);
-  a.dk = c.add(dk);
-  a.dv = c.add(dv);
-  a.dsinks = c.add(dsinks);
-  a.sinks = c.add(sinks);
-  return a;
 }
 
 }  // namespace

@@ -85,6 +85,45 @@ struct Call {
   }
 };
 
+// The arguments every forward has (the dense ones; varlen, paged and ALiBi are the caller's to
+// add), held in c.
+inline attnrt_forward_args dense_forward_args(Call& c, const nb::ndarray<>& q, const nb::ndarray<>& k,
+                                              const nb::ndarray<>& v, const nb::ndarray<>& out, const OptArray& lse,
+                                              const OptArray& sinks) {
+  attnrt_forward_args a{};
+  a.struct_size = sizeof a;
+  a.q = c.add(q);
+  a.k = c.add(k);
+  a.v = c.add(v);
+  a.out = c.add(out);
+  a.lse = c.add(lse);
+  a.sinks = c.add(sinks);
+  return a;
+}
+
+// The same for a backward.
+inline attnrt_backward_args dense_backward_args(Call& c, const nb::ndarray<>& dout, const nb::ndarray<>& q,
+                                                const nb::ndarray<>& k, const nb::ndarray<>& v,
+                                                const nb::ndarray<>& out, const nb::ndarray<>& lse,
+                                                const nb::ndarray<>& dq, const nb::ndarray<>& dk,
+                                                const nb::ndarray<>& dv, const OptArray& dsinks,
+                                                const OptArray& sinks) {
+  attnrt_backward_args a{};
+  a.struct_size = sizeof a;
+  a.dout = c.add(dout);
+  a.q = c.add(q);
+  a.k = c.add(k);
+  a.v = c.add(v);
+  a.out = c.add(out);
+  a.lse = c.add(lse);
+  a.dq = c.add(dq);
+  a.dk = c.add(dk);
+  a.dv = c.add(dv);
+  a.dsinks = c.add(dsinks);
+  a.sinks = c.add(sinks);
+  return a;
+}
+
 // A resolved backend (attnrt_resolve's handle), released with the Python object; a ring made
 // from it keeps the backend itself alive (host_api.h).
 struct Backend {

@@ -174,14 +174,7 @@ void bind_context_parallel(nb::module_& m) {
              nb::ndarray<> out, OptArray lse, OptArray sinks, uintptr_t stream, int32_t num_threads,
              OptArray cu_seqlens_q, OptArray cu_seqlens_k) {
             Call c;
-            attnrt_forward_args a{};
-            a.struct_size = sizeof a;
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.sinks = c.add(sinks);
+            attnrt_forward_args a = dense_forward_args(c, q, k, v, out, lse, sinks);
             a.cu_seqlens_q = c.add(cu_seqlens_q);
             a.cu_seqlens_k = c.add(cu_seqlens_k);
             Message msg;
@@ -206,18 +199,7 @@ void bind_context_parallel(nb::module_& m) {
              nb::ndarray<> dv, OptArray sinks, uintptr_t stream, int32_t num_threads, OptArray cu_seqlens_q,
              OptArray cu_seqlens_k) {
             Call c;
-            attnrt_backward_args a{};
-            a.struct_size = sizeof a;
-            a.dout = c.add(dout);
-            a.q = c.add(q);
-            a.k = c.add(k);
-            a.v = c.add(v);
-            a.out = c.add(out);
-            a.lse = c.add(lse);
-            a.dq = c.add(dq);
-            a.dk = c.add(dk);
-            a.dv = c.add(dv);
-            a.sinks = c.add(sinks);
+            attnrt_backward_args a = dense_backward_args(c, dout, q, k, v, out, lse, dq, dk, dv, std::nullopt, sinks);
             a.cu_seqlens_q = c.add(cu_seqlens_q);
             a.cu_seqlens_k = c.add(cu_seqlens_k);
             Message msg;
