@@ -1,8 +1,10 @@
-// Forward: FlashAttention-2, Algorithm 1, on CPU tiles. A first pass packs every key tile once
-// (contiguous, O(seqlen) memory), so query tiles never re-transpose or re-convert keys. Then each
-// work item is (sequence, kv head, query block); it walks the key tiles its rows can see, keeping
-// a running max m, sum l and unnormalized output O per row, and never holds more than one
-// [rows, block_k] score tile.
+// Forward: FlashAttention-2, Algorithm 1, on CPU tiles. Each key tile is packed once
+// (contiguous, O(seqlen) memory), so query tiles never re-transpose or re-convert keys. Each work
+// item is (sequence, kv head, query block); it walks the key tiles its rows can see, keeping a
+// running max m, sum l and unnormalized output O per row, and never holds more than one
+// [rows, block_k] score tile. The first item to reach a key tile packs it (TileStates), so a call
+// is one parallel region: a packing pass of its own ended in a barrier that waited for the
+// slowest thread to start, 20% of a short call on the GPU machine's 16 cores (docs/perf.md).
 //
 // Two operand formats, one walk: fp32 tiles through oneDNN's sgemm (every dtype), and bf16 tiles
 // through its bf16 matmul where the CPU has bf16 instructions (AVX512-BF16, AMX) and the inputs
@@ -17,6 +19,7 @@
 #include <attnrt_kernels/tile.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -40,6 +43,35 @@ std::vector<Item> query_blocks(const ForwardProblem& p, int64_t block_q) {
   }
   return items;
 }
+
+// Per packed key tile: 0 not packed, 1 being packed by one thread, 2 ready. The item that
+// claims a tile packs it; an item that finds it being packed waits (for one tile's copy: the
+// claimer is running, never waiting on anything itself).
+class TileStates {
+ public:
+  explicit TileStates(int32_t* states) : states_(states) {}
+
+  template <class Pack>
+  void ensure(int64_t tile, Pack&& pack) {
+    std::atomic_ref<int32_t> state(states_[tile]);
+    if (state.load(std::memory_order_acquire) == kReady) return;
+    int32_t expected = kEmpty;
+    if (state.compare_exchange_strong(expected, kPacking, std::memory_order_acq_rel)) {
+      pack();
+      state.store(kReady, std::memory_order_release);
+      return;
+    }
+    while (state.load(std::memory_order_acquire) != kReady) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+
+ private:
+  static constexpr int32_t kEmpty = 0, kPacking = 1, kReady = 2;
+  int32_t* states_;
+};
 
 // One thread's tiles: q [rows, hd_pad] (fp32) or [rows, hd] (bf16), s [rows, bk], p [rows, bk]
 // (bf16 only), o [rows, hv_pad], m and l [rows].
@@ -143,23 +175,24 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
   const float scale = d.softmax_scale;
   const bool fold_scale = !fmt.prescaled() && d.softcap <= 0.0f && !p.alibi && scale > 0.0f;
 
-  // Pass 1: pack key tiles. Tile (b, hk, kb) lives at kv_tiles + tile_index * tile_floats.
+  // Key tile (b, hk, kb) lives at kv_tiles + tile_index * tile_floats, packed by the first item
+  // that needs it; the tiles' states follow them.
   float* kv_tiles = workspace + per_thread * static_cast<size_t>(num_threads);
   const int64_t tiles_per_seq = (d.seqlen_k + bk - 1) / bk;
   const int64_t tile_floats = fmt.tile_floats();
+  const int64_t num_tiles = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
+  int32_t* states = reinterpret_cast<int32_t*>(kv_tiles + num_tiles * tile_floats);
+  std::fill(states, states + num_tiles, 0);
+  TileStates packed(states);
   auto tile_of = [&](int64_t b, int64_t hk, int64_t kb) {
-    return kv_tiles + ((b * d.heads_kv + hk) * tiles_per_seq + kb) * tile_floats;
+    const int64_t index = (b * d.heads_kv + hk) * tiles_per_seq + kb;
+    packed.ensure(index, [&] {
+      const int64_t k0 = kb * bk;
+      fmt.pack(kv_tiles + index * tile_floats, b, hk, k0, std::min(bk, p.lengths.k_len(b) - k0));
+    });
+    return static_cast<const float*>(kv_tiles + index * tile_floats);
   };
-  const int64_t pack_items = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
-#pragma omp parallel for num_threads(num_threads) schedule(static)
-  for (int64_t item = 0; item < pack_items; ++item) {
-    const int64_t kb = item % tiles_per_seq, hk = (item / tiles_per_seq) % d.heads_kv,
-                  b = item / tiles_per_seq / d.heads_kv;
-    const int64_t k0 = kb * bk, nk = std::min(bk, p.lengths.k_len(b) - k0);
-    if (nk > 0) fmt.pack(tile_of(b, hk, kb), b, hk, k0, nk);
-  }
 
-  // Pass 2: query tiles.
   const OnlineSoftmaxFn softmax = online_softmax();
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
   for (int64_t item = 0; item < items; ++item) {

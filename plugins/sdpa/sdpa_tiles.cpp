@@ -36,9 +36,10 @@ size_t forward_floats_per_thread(const attnrt_attention_desc& d) {
 size_t forward_floats_shared(const attnrt_attention_desc& d) {
   const Tiles t = tiles_for(d);
   // Every key tile of every (sequence, kv head), packed once: k^T [hd, block_k] and
-  // v [block_k, hv_pad]. batch * seqlen_k bounds the keys of varlen and paged calls too.
+  // v [block_k, hv_pad], then one int32 state per tile (sdpa_forward.cpp's TileStates).
+  // batch * seqlen_k bounds the keys of varlen and paged calls too.
   const int64_t tiles = static_cast<int64_t>(d.batch) * ((d.seqlen_k + t.block_k - 1) / t.block_k) * d.heads_kv;
-  return static_cast<size_t>(tiles) * t.block_k * (d.head_dim + t.hv_pad);
+  return static_cast<size_t>(tiles) * (t.block_k * (d.head_dim + t.hv_pad) + 1);
 }
 
 size_t backward_floats_per_thread(const attnrt_attention_desc& d) {
