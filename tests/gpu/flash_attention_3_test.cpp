@@ -1,10 +1,9 @@
-// flash_attention_3 on the GPU (issue 13): the forward, and the backward where it has tiles
-// (head_dim 64 and 128), against the fp64 reference under FlashAttention's rule (gpu_support.hpp:
-// at most 2x CUDA eager's error in the same dtype, plus a floor; NaN never passes) on a fixed
-// grid of edge cases and on random cases drawn from every advertised feature and their
-// combinations: odd lengths, GQA ratios 1/4/8/32, Sq != Sk both
-// ways, fully masked rows, varlen batches with empty and one-token sequences. Skipped, with the
-// reason, without a CUDA device or off Hopper (the plugin is sm_90a code).
+// flash_attention_3 on the GPU (issue 13): the forward (head_dim 64, 96 padded onto the 128
+// kernel, 128, 192, 256), and the backward where it has tiles (head_dim 64 and 128), against the fp64 reference under
+// FlashAttention's rule (gpu_support.hpp: at most 2x CUDA eager's error in the same dtype, plus a floor; NaN never
+// passes) on a fixed grid of edge cases and on random cases drawn from every advertised feature and their combinations:
+// odd lengths, GQA ratios 1/4/8/32, Sq != Sk both ways, fully masked rows, varlen batches with empty and one-token
+// sequences. Skipped, with the reason, without a CUDA device or off Hopper (the plugin is sm_90a code).
 #include "gpu_support.hpp"
 
 #include <fmt/format.h>
@@ -83,7 +82,7 @@ TEST_P(FlashAttention3, MatchesEagerRule) {
 std::vector<Case> edge_cases() {
   std::vector<Case> cases;
   for (attnrt_dtype dt : {ATTNRT_DTYPE_BF16, ATTNRT_DTYPE_FP16}) {
-    for (int hd : {64, 128, 256}) {
+    for (int hd : {64, 96, 128, 192, 256}) {
       const std::string p = fmt::format("{}_hd{}_", dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16", hd);
       for (int len : {1, 17, 113, 128, 129, 1000}) {
         cases.push_back({p + fmt::format("plain_{}", len), shape(dt, hd, 2, len, len, 4, 4)});
@@ -148,8 +147,11 @@ std::vector<Case> edge_cases() {
 
 // Random cases: every feature and combination the plugin advertises, lengths drawn from odd
 // sizes, a fixed seed so a failure names a case that reproduces.
-std::vector<Case> random_cases(int count) {
-  std::mt19937 rng(20261123);
+// head_dims: drawn from these (the second grid: 96, run padded on the 128 kernel, and 192, each
+// forward only, beside the first grid's unchanged draws).
+std::vector<Case> random_cases(int count, std::initializer_list<int> head_dims = {64, 128, 128, 256},
+                               uint32_t seed = 20261123, const char* prefix = "r") {
+  std::mt19937 rng(seed);
   auto pick = [&](std::initializer_list<int> xs) {
     std::vector<int> v(xs);
     return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
@@ -158,7 +160,7 @@ std::vector<Case> random_cases(int count) {
   std::vector<Case> cases;
   for (int n = 0; n < count; ++n) {
     const attnrt_dtype dt = coin(0.5) ? ATTNRT_DTYPE_BF16 : ATTNRT_DTYPE_FP16;
-    const int hd = pick({64, 128, 128, 256});
+    const int hd = pick(head_dims);
     const int group = pick({1, 1, 4, 8, 32});
     const int hkv = group == 32 ? 1 : pick({1, 2});
     const bool varlen = coin(0.3);
@@ -173,6 +175,8 @@ std::vector<Case> random_cases(int count) {
         s.seqlens_q.push_back(coin(0.15) && b > 0 ? 0 : length());
         s.seqlens_k.push_back(coin(0.5) ? s.seqlens_q.back() : (coin(0.1) ? 0 : length()));
       }
+      // Nor every key sequence: the call needs keys. No draw here, so the other cases stay.
+      if (std::all_of(s.seqlens_k.begin(), s.seqlens_k.end(), [](int k) { return k == 0; })) s.seqlens_k.back() = 1;
     }
     const int mask = pick({0, 1, 1, 2, 3});  // none, causal, window, causal + window
     s.causal = mask == 1 || mask == 3;
@@ -184,8 +188,8 @@ std::vector<Case> random_cases(int count) {
     s.seed = 1000 + static_cast<uint64_t>(n);
     const std::string lens = varlen ? "varlen" : fmt::format("{}x{}", s.seqlen_q, s.seqlen_k);
     cases.push_back(
-        {fmt::format("r{:03}_{}_hd{}_b{}_h{}x{}_{}{}{}{}", n, dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16", hd, batch,
-                     s.heads_q, hkv, lens, s.causal ? "_causal" : "",
+        {fmt::format("{}{:03}_{}_hd{}_b{}_h{}x{}_{}{}{}{}", prefix, n, dt == ATTNRT_DTYPE_FP16 ? "fp16" : "bf16", hd,
+                     batch, s.heads_q, hkv, lens, s.causal ? "_causal" : "",
                      s.window_left >= 0 ? fmt::format("_wl{}", s.window_left) : "", s.softcap > 0 ? "_softcap" : ""),
          s});
   }
@@ -195,6 +199,9 @@ std::vector<Case> random_cases(int count) {
 INSTANTIATE_TEST_SUITE_P(Edge, FlashAttention3, testing::ValuesIn(edge_cases()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 INSTANTIATE_TEST_SUITE_P(Random, FlashAttention3, testing::ValuesIn(random_cases(400)),
+                         [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(RandomHd96Hd192, FlashAttention3,
+                         testing::ValuesIn(random_cases(80, {96, 192}, 20261126, "p")),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 TEST(FlashAttention3Support, RefusesWithReasons) {
@@ -211,29 +218,98 @@ TEST(FlashAttention3Support, RefusesWithReasons) {
     EXPECT_NE(why.find(needle), std::string::npos) << "reason was: '" << why << "'";
   };
   refused([](attnrt_attention_desc& d) { d.dtype = ATTNRT_DTYPE_FP32; }, "dtype fp32");
+  // Padded onto the 128 kernel: 96 (a quarter of its columns), not 80 (more than that).
   refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 80; }, "head_dim 80");
+  refused([](attnrt_attention_desc& d) { d.head_dim = d.head_dim_v = 100; }, "head_dim 100");
+  attnrt_attention_desc hd96 = w.desc;
+  hd96.head_dim = hd96.head_dim_v = 96;
+  EXPECT_EQ(fa3.unsupported_reason(hd96), "");
   refused([](attnrt_attention_desc& d) { d.has_sinks = 1; }, "sinks");
   refused([](attnrt_attention_desc& d) { d.cuda_arch = 80; }, "sm_80");
-  // Deterministic calls go elsewhere (the dQ atomics): refused at resolution, with the reason.
-  refused([](attnrt_attention_desc& d) { d.deterministic = 1; }, "deterministic");
+  attnrt_attention_desc deterministic = w.desc;
+  deterministic.deterministic = 1;
+  EXPECT_EQ(fa3.unsupported_reason(deterministic), "");
 }
 
-// A backward at a head_dim the backward has no tiles for is refused by name, not run.
+// Deterministic backward: within the rule, and the same call twice gives the same dq, dk and dv
+// bit for bit (the dQ additions of the key blocks in a fixed order; without it they race).
+class FlashAttention3Deterministic : public testing::TestWithParam<Case> {};
+
+TEST_P(FlashAttention3Deterministic, RepeatsBitForBitWithinTheRule) {
+  if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Workload w = gpu_workload(gpu, GetParam().spec);
+  Backend& fa3 = *gpu.backend("flash_attention_3");
+  attnrt_forward_args host = w.forward_args();
+  const ReferenceForward ref = reference_forward(w.desc, host);
+  const ReferenceBackward gref = reference_backward(w.desc, host, *w.dout.dl());
+  const Errors base = run(*gpu.backend("eager"), w, ref, gref);
+  w.desc.deterministic = 1;
+  const std::string why = fa3.unsupported_reason(w.desc);
+  if (why.find("head_dim") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_EQ(why, "");
+  const double floor = GetParam().spec.dtype == ATTNRT_DTYPE_BF16 ? 1e-2 : 1e-3;
+  const Errors got = run(fa3, w, ref, gref);
+  expect_within("dq", got.dq, base.dq, floor);
+  expect_within("dk", got.dk, base.dk, floor);
+  expect_within("dv", got.dv, base.dv, floor);
+  auto bytes = [](const HostTensor& t) {
+    const auto* p = static_cast<const unsigned char*>(t.data());
+    return std::vector<unsigned char>(p, p + t.nbytes());
+  };
+  const std::vector<unsigned char> dq = bytes(w.dq), dk = bytes(w.dk), dv = bytes(w.dv);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    run(fa3, w, ref, gref);
+    EXPECT_TRUE(bytes(w.dq) == dq) << "dq differs in repeat " << repeat;
+    EXPECT_TRUE(bytes(w.dk) == dk) << "dk differs in repeat " << repeat;
+    EXPECT_TRUE(bytes(w.dv) == dv) << "dv differs in repeat " << repeat;
+  }
+}
+
+std::vector<Case> deterministic_cases() {
+  std::vector<Case> cases;
+  for (int hd : {64, 128}) {
+    const std::string p = fmt::format("hd{}_", hd);
+    cases.push_back({p + "plain_b2_1000", shape(ATTNRT_DTYPE_BF16, hd, 2, 1000, 1000, 4, 4)});
+    WorkloadSpec causal = shape(ATTNRT_DTYPE_BF16, hd, 1, 1500, 1500, 8, 2);
+    causal.causal = true;
+    cases.push_back({p + "gqa4_causal_1500", causal});
+    WorkloadSpec window = shape(ATTNRT_DTYPE_FP16, hd, 2, 700, 900, 4, 1);
+    window.window_left = 200;
+    window.window_right = 30;
+    cases.push_back({p + "mqa_window_700x900", window});
+    WorkloadSpec varlen = shape(ATTNRT_DTYPE_BF16, hd, 4, 0, 0, 4, 2);
+    varlen.seqlens_q = {300, 1, 0, 517};
+    varlen.seqlens_k = {300, 64, 5, 900};
+    varlen.causal = true;
+    cases.push_back({p + "varlen_causal", varlen});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashAttention3Deterministic, testing::ValuesIn(deterministic_cases()),
+                         [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// A backward at a head_dim the backward has no tiles for (256, 192, and 96 padded) is refused
+// by name, not run.
 TEST(FlashAttention3Support, RefusesBackwardWithoutTiles) {
   if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Gpu& gpu = Gpu::get();
   Backend& fa3 = *gpu.backend("flash_attention_3");
-  Workload w = gpu_workload(gpu, shape(ATTNRT_DTYPE_BF16, 256, 1, 64, 64, 2, 2));
-  if (!fa3.unsupported_reason(w.desc).empty()) GTEST_SKIP() << "head_dim 256 is not in this build";
-  DeviceWorkload dw(w, w.desc.device);
-  attnrt_forward_args fa = dw.forward_args();
-  fa3.forward(w.desc, fa, 0);
-  attnrt_backward_args ba = dw.backward_args();
-  try {
-    fa3.backward(w.desc, ba, 0);
-    ADD_FAILURE() << "a head_dim 256 backward ran";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no backward at head_dim 256"), std::string::npos) << e.what();
+  for (int hd : {256, 192, 96}) {
+    Workload w = gpu_workload(gpu, shape(ATTNRT_DTYPE_BF16, hd, 1, 64, 64, 2, 2));
+    if (!fa3.unsupported_reason(w.desc).empty()) continue;  // not in this build
+    DeviceWorkload dw(w, w.desc.device);
+    attnrt_forward_args fa = dw.forward_args();
+    fa3.forward(w.desc, fa, 0);
+    attnrt_backward_args ba = dw.backward_args();
+    try {
+      fa3.backward(w.desc, ba, 0);
+      ADD_FAILURE() << "a head_dim " << hd << " backward ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("no backward at head_dim {}", hd)), std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -19,7 +19,12 @@
 //     where each consumer thread's vector atomics (one L2 transaction per 32-byte sector) held
 //     the backward at 0.70-0.79x cuDNN. dq_convert_kernel scales and rounds the accumulator
 //     (swizzled, dq_swizzled_pair) into dq.
-// Deterministic calls are not this kernel's (the order of the reductions varies between runs).
+// Deterministic calls (p.dq_semaphore set) fix the order of those additions, as FlashAttention-3's
+// deterministic mode does: the writer adds a (q head, query block)'s tile only once every key
+// block before its own that visits those rows has added its own (a counter per query block in
+// the workspace), then waits for its addition to complete and counts it. Key blocks of a (kv
+// head, sequence) pair have increasing block indices (backward_tile), so the CTAs a writer waits
+// for were dispatched before it.
 #pragma once
 
 #include "fa3_forward.cuh"
@@ -88,6 +93,35 @@ __device__ __forceinline__ BackwardTile backward_tile(const AttentionParams& p, 
   return {in_band / width, pair % p.heads_kv, pair / p.heads_kv};
 }
 
+// The first key block (of `block_n` keys) whose walk visits query block `m` (of `block_m` rows),
+// among blocks 0 .. n, n being one that visits it. The key blocks visiting a query block are
+// contiguous and the policy's query_blocks(n).hi grows with n (an interval mask), so a binary
+// search over the same function the walks use finds it.
+template <class Policy>
+__device__ __forceinline__ int first_key_block(const Policy& pol, int m, int n, int block_n, int block_m) {
+  int lo = 0, hi = n;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    const BlockRange qb = pol.query_blocks(mid * block_n, block_n, block_m);
+    if (qb.hi > qb.lo && qb.hi > m) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+__device__ __forceinline__ int ld_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_release(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 template <class T, int HD, class Policy>
 __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
     backward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
@@ -131,13 +165,29 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
       if (lane != 0) return;
       QueryStep st = walk.first();
       for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+        int* turn = nullptr;
+        int before = 0;  // key blocks that add to these rows before this one (deterministic)
+        if (p.dq_semaphore) {
+          turn = p.dq_semaphore + (int64_t(b) * p.heads_q + st.head) * ceil_div(p.seqlen_q, BM) + st.m0 / BM;
+          before = n_block - first_key_block(pol, st.m0 / BM, n_block, BN, BM);
+        }
         hopper::Barrier::wait(&sm.dq_full, it & 1);
+        if (turn) {
+          while (ld_acquire(turn) != before) __nanosleep(32);
+          hopper::fence_proxy_async_global();
+        }
         // Rows past the sequence are not added: they belong to the next head or sequence.
         const int rows = min(BM, seq.q_len - st.m0);
         hopper::bulk_reduce_add_f32(p.dq_accum + lse_index(p, seq, st.head, st.m0) * HD, sm.dq,
                                     static_cast<uint32_t>(rows * HD * sizeof(float)));
         hopper::bulk_commit();
-        hopper::bulk_wait_read();
+        if (turn) {
+          hopper::bulk_wait();  // the addition is complete in global memory, then counted
+          hopper::fence_proxy_async_global();
+          st_release(turn, before + 1);
+        } else {
+          hopper::bulk_wait_read();
+        }
         hopper::Barrier::arrive(&sm.dq_empty);
       }
       hopper::bulk_wait();

@@ -17,9 +17,13 @@ namespace attnrt::cuda::fa3 {
 template <class T, int HD, class Policy>
 cudaError_t backward(const AttentionParams& p, const BackwardMaps& maps, cudaStream_t stream) {
   using C = BackwardConfig<HD>;
-  if (p.dq_accum == nullptr) return cudaErrorInvalidValue;  // deterministic calls are not this kernel's
+  if (p.dq_accum == nullptr) return cudaErrorInvalidValue;  // deterministic calls too (fa3_calls.hpp)
   cudaError_t err = launch_backward_rows<T, HD, Policy>(p, stream);
   if (err != cudaSuccess) return err;
+  if (p.dq_semaphore) {  // deterministic: every query block's count of dQ additions starts at 0
+    const size_t blocks = size_t(p.batch) * p.heads_q * ceil_div(p.seqlen_q, C::kBM);
+    if ((err = cudaMemsetAsync(p.dq_semaphore, 0, blocks * sizeof(int32_t), stream)) != cudaSuccess) return err;
+  }
   if (p.seqlen_k > 0) {
     auto kernel = backward_kernel<T, HD, Policy>;
     const size_t smem = sizeof(BackwardSmem<T, HD, C::kBM, C::kBN, C::kStages>) + 1024;  // +1 KB: alignment

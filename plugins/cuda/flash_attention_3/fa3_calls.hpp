@@ -24,12 +24,37 @@ template <class Policy, class HeadDims>
 struct Calls {
   static constexpr size_t kRowAlignment = 16;  // TMA: 16-byte aligned rows and strides
 
+  // The compiled head_dim whose forward kernel runs a call at `head_dim` (0 when none): itself,
+  // or the smallest compiled one above it where padding is at most a quarter of its columns
+  // (head_dim 96 on the 128 kernel). The padded columns never leave memory: TMA fills a box's
+  // columns past the tensor's head_dim with zeros, so they add 0 to Q K^T and give O columns
+  // that are not stored. TMA needs 16-byte rows, so head_dim is a multiple of 8.
+  static int forward_kernel_dim(int head_dim) {
+    if (head_dim <= 0 || head_dim % 8 != 0) return 0;
+    int best = 0;
+    for (int hd : HeadDims::kList) {
+      if (hd >= head_dim && 4 * head_dim >= 3 * hd && (best == 0 || hd < best)) best = hd;
+    }
+    return best;
+  }
+
+  // Why the forward cannot run a call's head_dim ("" when it can).
+  static std::string forward_gap(const attnrt_attention_desc& d) {
+    if (forward_kernel_dim(d.head_dim) != 0) return "";
+    return "head_dim " + std::to_string(d.head_dim) + " has no forward kernel: compiled " + HeadDims::describe() +
+           ", and a smaller multiple of 8 runs on the next one above it only where at most a quarter of that "
+           "kernel's columns are padding";
+  }
+
   // Why this family's backward cannot run a call ("" when it can): its wgmma tiles exist for
-  // head_dim 64 and 128, and its dQ atomics are not deterministic.
+  // head_dim 64 and 128 (not padded); a deterministic call orders its dQ additions
+  // (fa3_backward.cuh), but not dsinks' with sinks.
   static std::string backward_gap(const attnrt_attention_desc& d) {
-    if (d.deterministic) return "no deterministic backward (dQ is accumulated by atomics)";
+    if (d.deterministic && d.has_sinks) return "no deterministic backward with sinks on these kernels";
     bool tiles = false;
-    HeadDims::dispatch(d.head_dim, [&](auto hd) { tiles = BackwardTiles<decltype(hd)::value>::kExists; });
+    if (HeadDims::contains(d.head_dim)) {
+      HeadDims::dispatch(d.head_dim, [&](auto hd) { tiles = BackwardTiles<decltype(hd)::value>::kExists; });
+    }
     return tiles ? "" : "no backward at head_dim " + std::to_string(d.head_dim) + " (backward tiles: 64, 128)";
   }
 
@@ -42,7 +67,8 @@ struct Calls {
 
   static size_t workspace_size(const attnrt_attention_desc& d, bool backward) {
     if (!backward) return forward_schedules(d) ? kForwardWorkspace : 0;
-    return BackwardWorkspace::size(d, backward);
+    if (!d.deterministic) return BackwardWorkspace::size(d, backward);
+    return semaphore_offset(d) + semaphore_bytes(d);
   }
 
   static void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e,
@@ -55,13 +81,14 @@ struct Calls {
       p.tile_counter = static_cast<int32_t*>(e.workspace);
     }
     const Layout l = layout(d, a.q, a.k);
-    HeadDims::dispatch(d.head_dim, [&](auto hd) {
+    // The maps span the call's head_dim; a padded kernel's boxes read zeros past it.
+    HeadDims::dispatch(forward_kernel_dim(d.head_dim), [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
       using Tiles = ForwardTiles<HD>;
       ForwardMaps maps;
-      maps.q = l.map("q", p.q, p, l.q_rows, p.heads_q, HD, Tiles::kBM);
-      maps.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, HD, Tiles::kBN);
-      maps.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, HD, Tiles::kBN);
+      maps.q = l.map("q", p.q, p, l.q_rows, p.heads_q, d.head_dim, Tiles::kBM);
+      maps.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN);
+      maps.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN);
       check_cuda(run_forward<Policy, HD>(p, maps, l.bf16, static_cast<cudaStream_t>(e.stream)), what);
     });
   }
@@ -71,7 +98,11 @@ struct Calls {
     if (const std::string gap = backward_gap(d); !gap.empty()) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, gap);
     use_device(d);
     AttentionParams p = make_params(d, a, kRowAlignment);
-    BackwardWorkspace::bind(d, e, p);
+    BackwardWorkspace::bind(accumulating(d), e, p);  // dq_accum, deterministic calls too
+    if (d.deterministic) {
+      sdk::require_workspace(e, workspace_size(d, true), 0);
+      p.dq_semaphore = reinterpret_cast<int32_t*>(static_cast<unsigned char*>(e.workspace) + semaphore_offset(d));
+    }
     const cudaStream_t stream = static_cast<cudaStream_t>(e.stream);
     if (BackwardWorkspace::nothing_to_differentiate(p, stream, what)) return;
     const Layout l = layout(d, a.q, a.k);
@@ -90,6 +121,21 @@ struct Calls {
   }
 
  private:
+  // A deterministic call's workspace: a non-deterministic call's (D, dq_accum, dsinks' rows),
+  // then one int32 counter per (sequence, q head, query block) (params.hpp's dq_semaphore), for
+  // the smallest backward query block (64 rows).
+  static attnrt_attention_desc accumulating(const attnrt_attention_desc& d) {
+    attnrt_attention_desc a = d;
+    a.deterministic = 0;
+    return a;
+  }
+  static size_t semaphore_offset(const attnrt_attention_desc& d) {
+    return BackwardWorkspace::aligned(BackwardWorkspace::size(accumulating(d), true));
+  }
+  static size_t semaphore_bytes(const attnrt_attention_desc& d) {
+    return size_t(d.batch) * size_t(d.heads_q) * ((size_t(d.seqlen_q) + 63) / 64) * sizeof(int32_t);
+  }
+
   // Packed (varlen) tensors are one sequence of all rows to TMA; the kernels add each sequence's
   // first row to their coordinates.
   struct Layout {

@@ -474,12 +474,13 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     }
     cutlass::arch::NamedBarrier::sync(128, 1 + cw);  // this warpgroup's rows are written
     T* out = head_base<T>(p, p.out, b, h, true);
-    constexpr int kUnits = HD / 8;  // 16-byte units per row
+    constexpr int kUnits = HD / 8;     // 16-byte units per row
+    const int units = p.head_dim / 8;  // the call's: fewer on a padded kernel (fa3_calls.hpp)
 #pragma unroll
     for (int pass = 0; pass < 64 * kUnits / 128; ++pass) {
       const int u = pass * 128 + tid, row = wr0 + u / kUnits, col_unit = u % kUnits;
       const int i = m0 + row;
-      if (i < seq.q_len) {
+      if (i < seq.q_len && col_unit < units) {
         const int chunk = col_unit / 8, unit = (col_unit % 8) ^ (row % 8);
         *reinterpret_cast<uint4*>(out + int64_t(i) * p.out.row_stride + col_unit * 8) =
             *reinterpret_cast<const uint4*>(sO + chunk * BM * 64 + row * 64 + unit * 8);

@@ -1,10 +1,11 @@
 // The flash_attention_3 plugin: FlashAttention-3 (Shah et al. 2024) on Hopper (sm_90a): TMA
 // loads into an mbarrier pipeline, wgmma for S = Q K^T and O = P V with P from registers, a
 // producer warpgroup and two consumer warpgroups with setmaxnreg (fa3_forward.cuh); fp16 and
-// bf16, the build's head dims, GQA/MQA, bottom-right causal, sliding window, softcap, varlen,
-// LSE. Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128; a backward at
-// head_dim 256 is refused with the reason. Not deterministic (no ATTNRT_FEATURE_DETERMINISTIC:
-// the runtime falls back, with the reason, to flash_attention_2 for deterministic calls).
+// bf16, the build's head dims (and multiples of 8 within a quarter below one: 96 on the 128
+// kernel), GQA/MQA, bottom-right causal, sliding window, softcap, varlen,
+// LSE. Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128, deterministic
+// on request (dQ's additions in a fixed order); a backward at another head_dim is refused with
+// the reason.
 #include "fa3_calls.hpp"
 
 #include <attnrt/plugin.hpp>
@@ -30,13 +31,13 @@ class FlashAttention3Plugin {
       {.devices = ATTNRT_DEVICE_BIT_CUDA,
        .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
        .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP |
-                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD,
-       .min_head_dim = HeadDims::kMin,
+                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC,
+       .min_head_dim = HeadDims::kMin * 3 / 4,  // padded onto the smallest kernel (forward_kernel_dim)
        .max_head_dim = HeadDims::kMax,
        .min_cuda_arch = 90,
        .max_cuda_arch = 90});  // sm_90a code runs on sm_90 only
 
-  std::string supports(const attnrt_attention_desc& d) const { return HeadDims::gap(d.head_dim); }
+  std::string supports(const attnrt_attention_desc& d) const { return Calls::forward_gap(d); }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     return Calls::workspace_size(d, backward);

@@ -37,6 +37,9 @@ struct AttentionParams {
   float softcap = 0;                            // 0: off
   int32_t window_left = -1, window_right = -1;  // causal folded into window_right = 0
   int32_t* tile_counter = nullptr;              // forward workspace: a persistent grid's next tile (zeroed)
+  // flash_attention_3's deterministic backward: per (sequence, q head, query block of the
+  // kernel's BM rows), how many key blocks have added their dQ to dq_accum (zeroed by the launch).
+  int32_t* dq_semaphore = nullptr;
 };
 
 }  // namespace attnrt::cuda

@@ -49,4 +49,9 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 // Waits until the issuing thread's bulk groups are complete, their global writes included.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
+// Orders this thread's async-proxy (bulk copy) global accesses with its generic-proxy ones, both
+// ways: after bulk_wait, before a flag store that publishes the bulk writes; after a flag load,
+// before bulk operations that must follow what the flag published.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
 }  // namespace attnrt::cuda::hopper
