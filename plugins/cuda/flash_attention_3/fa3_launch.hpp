@@ -19,12 +19,14 @@ namespace attnrt::cuda::fa3 {
 // Rows of the Q box and keys of the K and V boxes of the forward's TMA loads: query rows per CTA
 // (a consumer warpgroup per 64) and keys per block. FlashAttention-3's tiles (tile_size.h): at
 // head_dim 64 three consumer warpgroups (192 rows), so each K/V block serves more rows and more
-// products are in flight per SM; narrow key blocks where shared memory runs out (head_dim 256:
-// Q 64 KB, each K and V stage 32 KB).
+// products are in flight per SM; narrower key blocks where shared memory runs out (head_dim 192:
+// Q 48 KB, each K and V stage 36 KB at 96 keys, 3-11% faster than 64 keys on the H200,
+// bench/results/fa3-hd96-192-deterministic-2026-11-26/; head_dim 256: Q 64 KB, each K and V
+// stage 32 KB at 64 keys).
 template <int HD>
 struct ForwardTiles {
   static constexpr int kBM = HD <= 64 ? 192 : 128;
-  static constexpr int kBN = HD <= 128 ? 128 : 64;
+  static constexpr int kBN = HD <= 128 ? 128 : HD <= 192 ? 96 : 64;
 };
 
 // q, k, v as boxes of 64 columns x ForwardTiles' rows (hopper::make_tensor_map).
