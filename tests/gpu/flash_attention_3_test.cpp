@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -229,6 +230,101 @@ TEST(FlashAttention3Support, RefusesWithReasons) {
   attnrt_attention_desc deterministic = w.desc;
   deterministic.deterministic = 1;
   EXPECT_EQ(fa3.unsupported_reason(deterministic), "");
+}
+
+// Paged KV forward: pages shuffled by the workload (block_table indirects), against the fp64
+// reference and CUDA eager under the rule. The rows of each sequence's last page past its keys
+// are NaN for flash_attention_3's run (the ABI lets a cache hold anything there): its P is 0
+// there, and 0 * NaN must not reach the output.
+class FlashAttention3Paged : public testing::TestWithParam<Case> {};
+
+void poison_page_tails(Workload& w) {
+  const attnrt_attention_desc& d = w.desc;
+  const int64_t max_pages = w.block_table.shape()[1];
+  for (int64_t b = 0; b < d.batch; ++b) {
+    const int64_t keys = static_cast<int64_t>(w.seqused_k.get(b));
+    if (keys % d.page_size == 0) continue;
+    const int64_t page = static_cast<int64_t>(w.block_table.get(b * max_pages + keys / d.page_size));
+    for (HostTensor* t : {&w.k, &w.v}) {
+      const int64_t dim = t->shape()[3];
+      for (int64_t r = keys % d.page_size; r < d.page_size; ++r) {
+        for (int64_t x = 0; x < int64_t(d.heads_kv) * dim; ++x) {
+          t->set((page * d.page_size + r) * d.heads_kv * dim + x, std::numeric_limits<double>::quiet_NaN());
+        }
+      }
+    }
+  }
+}
+
+TEST_P(FlashAttention3Paged, MatchesEagerRuleWithNanPastTheKeys) {
+  if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Workload w = gpu_workload(gpu, GetParam().spec);
+  Backend& fa3 = *gpu.backend("flash_attention_3");
+  const std::string why = fa3.unsupported_reason(w.desc);
+  if (why.find("head_dim") != std::string::npos && why.find("page") == std::string::npos) GTEST_SKIP() << why;
+  ASSERT_EQ(why, "");
+  attnrt_forward_args host = w.forward_args();
+  const ReferenceForward ref = reference_forward(w.desc, host);
+  const Errors base = run_forward(*gpu.backend("eager"), w, ref);
+  poison_page_tails(w);
+  const Errors got = run_forward(fa3, w, ref);
+  const double floor = GetParam().spec.dtype == ATTNRT_DTYPE_BF16 ? 1e-2 : 1e-3;
+  expect_within("out", got.out, base.out, floor);
+  expect_within("lse", got.lse, base.lse, 1e-3);
+  testing::Test::RecordProperty("err_out", fmt::format("{:.3g} (eager {:.3g})", got.out, base.out));
+}
+
+std::vector<Case> paged_cases() {
+  std::vector<Case> cases;
+  auto paged = [](attnrt_dtype dt, int hd, int batch, int sq, int sk, int hq, int hkv, int page) {
+    WorkloadSpec s = shape(dt, hd, batch, sq, sk, hq, hkv);
+    s.paged = true;
+    s.page_size = page;
+    s.backward = false;
+    return s;
+  };
+  WorkloadSpec s = paged(ATTNRT_DTYPE_BF16, 128, 3, 300, 1000, 8, 2, 128);
+  s.causal = true;
+  cases.push_back({"bf16_hd128_gqa4_causal_300x1000_page128", s});
+  cases.push_back({"fp16_hd128_plain_513_page256", paged(ATTNRT_DTYPE_FP16, 128, 2, 513, 513, 4, 4, 256)});
+  cases.push_back({"bf16_hd128_decode_1x777_page128", paged(ATTNRT_DTYPE_BF16, 128, 4, 1, 777, 32, 8, 128)});
+  s = paged(ATTNRT_DTYPE_BF16, 64, 2, 200, 450, 8, 1, 128);
+  s.window_left = 100;
+  s.causal = true;
+  cases.push_back({"bf16_hd64_mqa_causal_window_200x450_page128", s});
+  s = paged(ATTNRT_DTYPE_FP16, 64, 1, 129, 129, 2, 2, 384);
+  s.softcap = 30;
+  cases.push_back({"fp16_hd64_softcap_129_page384", s});
+  cases.push_back({"bf16_hd96_plain_250x600_page128", paged(ATTNRT_DTYPE_BF16, 96, 2, 250, 600, 4, 2, 128)});
+  s = paged(ATTNRT_DTYPE_BF16, 192, 2, 100, 500, 4, 4, 192);
+  s.causal = true;
+  cases.push_back({"bf16_hd192_causal_100x500_page192", s});
+  cases.push_back({"bf16_hd256_plain_64x300_page128", paged(ATTNRT_DTYPE_BF16, 256, 2, 64, 300, 4, 2, 128)});
+  // Chunked prefill: packed queries over the cache (ABI 1.2), an empty and a one-token chunk.
+  s = paged(ATTNRT_DTYPE_BF16, 128, 0, 0, 0, 8, 2, 128);
+  s.seqlens_q = {5, 1, 300, 0};
+  s.seqlens_k = {700, 129, 300, 40};
+  s.causal = true;
+  cases.push_back({"bf16_hd128_chunked_prefill_causal_page128", s});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashAttention3Paged, testing::ValuesIn(paged_cases()),
+                         [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+TEST(FlashAttention3Support, RefusesPagesSmallerThanABlock) {
+  if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Backend& fa3 = *gpu.backend("flash_attention_3");
+  WorkloadSpec spec = shape(ATTNRT_DTYPE_BF16, 128, 1, 64, 256, 2, 2);
+  spec.paged = true;
+  spec.page_size = 64;
+  Workload w = gpu_workload(gpu, spec);
+  EXPECT_NE(fa3.unsupported_reason(w.desc).find("page_size 64"), std::string::npos) << fa3.unsupported_reason(w.desc);
+  attnrt_attention_desc d = w.desc;
+  d.page_size = 256;
+  EXPECT_EQ(fa3.unsupported_reason(d), "");
 }
 
 // Deterministic backward: within the rule, and the same call twice gives the same dq, dk and dv

@@ -38,18 +38,32 @@ struct Calls {
     return best;
   }
 
-  // Why the forward cannot run a call's head_dim ("" when it can).
+  // Why the forward cannot run a call ("" when it can): its head_dim, or a paged cache whose
+  // pages do not hold whole key blocks (each block is one TMA box of one page).
   static std::string forward_gap(const attnrt_attention_desc& d) {
-    if (forward_kernel_dim(d.head_dim) != 0) return "";
-    return "head_dim " + std::to_string(d.head_dim) + " has no forward kernel: compiled " + HeadDims::describe() +
-           ", and a smaller multiple of 8 runs on the next one above it only where at most a quarter of that "
-           "kernel's columns are padding";
+    const int kernel_dim = forward_kernel_dim(d.head_dim);
+    if (kernel_dim == 0) {
+      return "head_dim " + std::to_string(d.head_dim) + " has no forward kernel: compiled " + HeadDims::describe() +
+             ", and a smaller multiple of 8 runs on the next one above it only where at most a quarter of that "
+             "kernel's columns are padding";
+    }
+    if (d.is_paged) {
+      int block = 0;
+      HeadDims::dispatch(kernel_dim, [&](auto hd) { block = ForwardTiles<decltype(hd)::value>::kBN; });
+      if (d.page_size <= 0 || d.page_size % block != 0) {
+        return "paged KV with page_size " + std::to_string(d.page_size) + ": the head_dim " +
+               std::to_string(d.head_dim) + " kernel loads blocks of " + std::to_string(block) +
+               " keys, each from one page, so page sizes must be multiples of " + std::to_string(block);
+      }
+    }
+    return "";
   }
 
   // Why this family's backward cannot run a call ("" when it can): its wgmma tiles exist for
   // head_dim 64 and 128 (not padded); a deterministic call orders its dQ additions
   // (fa3_backward.cuh), but not dsinks' with sinks.
   static std::string backward_gap(const attnrt_attention_desc& d) {
+    if (d.is_paged) return "no backward through a paged KV cache";
     if (d.deterministic && d.has_sinks) return "no deterministic backward with sinks on these kernels";
     bool tiles = false;
     if (HeadDims::contains(d.head_dim)) {
@@ -61,7 +75,7 @@ struct Calls {
   // The forward's persistent grid takes tiles from a counter where their lengths differ
   // (fa3_launch.cuh): 4 bytes of workspace, zeroed by the launch; elsewhere none.
   static bool forward_schedules(const attnrt_attention_desc& d) {
-    return d.causal || d.window_left >= 0 || d.window_right >= 0 || d.is_varlen;
+    return d.causal || d.window_left >= 0 || d.window_right >= 0 || d.is_varlen || d.is_paged;  // paged: seqused_k
   }
   static constexpr size_t kForwardWorkspace = 256;
 
@@ -87,8 +101,8 @@ struct Calls {
       using Tiles = ForwardTiles<HD>;
       ForwardMaps maps;
       maps.q = l.map("q", p.q, p, l.q_rows, p.heads_q, d.head_dim, Tiles::kBM);
-      maps.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN);
-      maps.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN);
+      maps.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN, l.k_batch);
+      maps.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN, l.k_batch);
       check_cuda(run_forward<Policy, HD>(p, maps, l.bf16, static_cast<cudaStream_t>(e.stream)), what);
     });
   }
@@ -137,20 +151,28 @@ struct Calls {
   }
 
   // Packed (varlen) tensors are one sequence of all rows to TMA; the kernels add each sequence's
-  // first row to their coordinates.
+  // first row to their coordinates. A paged cache is num_pages sequences of page_size rows,
+  // which the forward's producer indexes through the block table.
   struct Layout {
     bool bf16;
     int batch;
     int64_t q_rows, k_rows;
+    int k_batch;
     CUtensorMap map(const char* name, const TensorRef& t, const AttentionParams& p, int64_t rows, int heads, int hd,
-                    int box_rows) const {
-      return hopper::make_tensor_map(name, t, bf16, rows, heads, batch, hd, box_rows, p.q.data);
+                    int box_rows, int map_batch = -1) const {
+      return hopper::make_tensor_map(name, t, bf16, rows, heads, map_batch < 0 ? batch : map_batch, hd, box_rows,
+                                     p.q.data);
     }
   };
   static Layout layout(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k) {
     const bool varlen = d.is_varlen != 0;
-    return {d.dtype == ATTNRT_DTYPE_BF16, varlen ? 1 : d.batch, varlen ? q->shape[0] : d.seqlen_q,
-            varlen ? k->shape[0] : d.seqlen_k};
+    const int batch = varlen ? 1 : d.batch;
+    if (d.is_paged) {
+      return {d.dtype == ATTNRT_DTYPE_BF16, batch, varlen ? q->shape[0] : d.seqlen_q, d.page_size,
+              static_cast<int>(k->shape[0])};
+    }
+    return {d.dtype == ATTNRT_DTYPE_BF16, batch, varlen ? q->shape[0] : d.seqlen_q, varlen ? k->shape[0] : d.seqlen_k,
+            batch};
   }
 };
 

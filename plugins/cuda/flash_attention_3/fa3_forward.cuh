@@ -193,17 +193,24 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
         const int stage = kv_it % STAGES;
         const uint32_t phase = (kv_it / STAGES) & 1;
         const int n0 = (keys.hi - 1 - it) * BN;  // last blocks first: the masked ones
+        // Paged: the block lies in one page (page_size a multiple of BN, fa3_calls.hpp), the
+        // page's index read before the wait below, which hides its latency.
+        int k_row = kc.row0 + n0, k_batch = kc.batch;
+        if (p.block_table) {
+          k_batch = p.block_table[int64_t(tl.b) * p.block_table_stride + n0 / p.page_size];
+          k_row = n0 % p.page_size;
+        }
         hopper::Barrier::wait(&sm.k_empty[stage], phase ^ 1);
         hopper::TxBarrier::arrive_and_expect_tx(&sm.k_full[stage], kKVBytes);
 #pragma unroll
         for (int c = 0; c < HD / 64; ++c) {
-          hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+          hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
         }
         hopper::Barrier::wait(&sm.v_empty[stage], phase ^ 1);
         hopper::TxBarrier::arrive_and_expect_tx(&sm.v_full[stage], kKVBytes);
 #pragma unroll
         for (int c = 0; c < HD / 64; ++c) {
-          hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
+          hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
         }
       }
       ++tile_it;
@@ -294,6 +301,25 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
                   ks > 0);
       }
       cute::warpgroup_commit_batch();
+    };
+    // Paged: the sequence's last block holds rows of its page past seqused_k, which may hold
+    // anything (NaN included; the ABI lets a cache be uninitialized there). Their P is 0, but
+    // 0 * NaN is not, so this warpgroup zeroes those V rows before its P V reads them (the other
+    // warpgroup may write the same zeros) and orders its writes before the async proxy's reads.
+    // Elsewhere rows past a sequence are TMA's zero fill or the next sequence's finite keys.
+    auto clear_v_tail = [&](int stage) {
+      const int valid = seq.k_len - (keys.hi - 1) * BN;
+      if (!p.block_table || valid >= BN) return;
+      const int tid = static_cast<int>(threadIdx.x) % 128;
+      constexpr int kUnitsPerRow = 64 * sizeof(T) / 16;  // 16-byte units per row of a chunk
+      const int units = (BN - valid) * kUnitsPerRow * (HD / 64);
+      for (int u = tid; u < units; u += 128) {
+        const int chunk = u / ((BN - valid) * kUnitsPerRow), rest = u % ((BN - valid) * kUnitsPerRow);
+        const int row = valid + rest / kUnitsPerRow, unit = rest % kUnitsPerRow;
+        *reinterpret_cast<uint4*>(sm.v[stage] + chunk * BN * 64 + row * 64 + unit * 8) = make_uint4(0, 0, 0, 0);
+      }
+      cutlass::arch::fence_view_async_shared();
+      cutlass::arch::NamedBarrier::sync(128, 1 + cw);
     };
     auto issue_pv = [&](int stage) {
       hopper::fence_operands(o_flat);
@@ -414,6 +440,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       const int stage = stage_of(it), prev = stage_of(it - 1);
       hopper::TxBarrier::wait(&sm.k_full[stage], phase_of(it));
       hopper::TxBarrier::wait(&sm.v_full[prev], phase_of(it - 1));
+      if (it == 1) clear_v_tail(prev);
       turn_begin();
       cute::warpgroup_arrive();
       issue_s(stage);
@@ -434,6 +461,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     if (skip < n_blocks) {
       const int last = stage_of(n_blocks - 1);
       hopper::TxBarrier::wait(&sm.v_full[last], phase_of(n_blocks - 1));
+      if (n_blocks == 1) clear_v_tail(last);
       turn_begin();
       cute::warpgroup_arrive();
       issue_pv(last);

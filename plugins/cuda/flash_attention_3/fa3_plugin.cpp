@@ -2,8 +2,9 @@
 // loads into an mbarrier pipeline, wgmma for S = Q K^T and O = P V with P from registers, a
 // producer warpgroup and two consumer warpgroups with setmaxnreg (fa3_forward.cuh); fp16 and
 // bf16, the build's head dims (and multiples of 8 within a quarter below one: 96 on the 128
-// kernel), GQA/MQA, bottom-right causal, sliding window, softcap, varlen,
-// LSE. Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128, deterministic
+// kernel), GQA/MQA, bottom-right causal, sliding window, softcap, varlen, LSE, paged KV
+// forward (page sizes that are multiples of the key block, 128 keys at head_dim <= 128; packed
+// queries too). Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128, deterministic
 // on request (dQ's additions in a fixed order); a backward at another head_dim is refused with
 // the reason.
 #include "fa3_calls.hpp"
@@ -31,7 +32,8 @@ class FlashAttention3Plugin {
       {.devices = ATTNRT_DEVICE_BIT_CUDA,
        .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
        .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP |
-                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC,
+                   ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_DETERMINISTIC |
+                   ATTNRT_FEATURE_PAGED_KV | ATTNRT_FEATURE_PAGED_VARLEN_Q,
        .min_head_dim = HeadDims::kMin * 3 / 4,  // padded onto the smallest kernel (forward_kernel_dim)
        .max_head_dim = HeadDims::kMax,
        .min_cuda_arch = 90,

@@ -84,6 +84,15 @@ void common(AttentionParams& p, const attnrt_attention_desc& d, const Args& a, s
     require_compact("sinks", a.sinks);
     p.sinks = static_cast<const float*>(data_of(a.sinks));
   }
+  if (d.is_paged && a.block_table) {
+    if (a.block_table->shape[1] > 1 && stride_of(*a.block_table, 1) != 1) {
+      throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED,
+                       "block_table " + sdk::shape_string(*a.block_table) + ": its page entries must be contiguous");
+    }
+    p.block_table = static_cast<const int32_t*>(data_of(a.block_table));
+    p.block_table_stride = stride_of(*a.block_table, 0);
+    p.page_size = d.page_size;
+  }
 }
 
 }  // namespace detail

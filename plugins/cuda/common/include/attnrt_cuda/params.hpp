@@ -40,6 +40,12 @@ struct AttentionParams {
   // flash_attention_3's deterministic backward: per (sequence, q head, query block of the
   // kernel's BM rows), how many key blocks have added their dQ to dq_accum (zeroed by the launch).
   int32_t* dq_semaphore = nullptr;
+  // Paged KV (the ABI's is_paged; flash_attention_3's forward): k and v are [num_pages,
+  // page_size, heads_kv, dim], and key t of sequence b is row t % page_size of page
+  // block_table[b * block_table_stride + t / page_size]; seqused_k gives each sequence's keys.
+  const int32_t* block_table = nullptr;
+  int64_t block_table_stride = 0;
+  int32_t page_size = 0;
 };
 
 }  // namespace attnrt::cuda

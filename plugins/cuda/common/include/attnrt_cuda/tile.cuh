@@ -35,7 +35,7 @@ __device__ __forceinline__ Seq sequence(const AttentionParams& p, int b) {
   if (p.cu_seqlens_q) {
     const int32_t q0 = p.cu_seqlens_q[b];
     s.q_len = p.cu_seqlens_q[b + 1] - q0;
-    s.k_len = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
+    s.k_len = p.cu_seqlens_k ? p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b] : p.seqlen_k;  // paged: seqused_k
     s.lse_row0 = q0;
   } else {
     s.q_len = p.seqlen_q;
