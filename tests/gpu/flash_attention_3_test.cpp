@@ -288,7 +288,7 @@ std::vector<Case> paged_cases() {
   s.causal = true;
   cases.push_back({"bf16_hd128_gqa4_causal_300x1000_page128", s});
   cases.push_back({"fp16_hd128_plain_513_page256", paged(ATTNRT_DTYPE_FP16, 128, 2, 513, 513, 4, 4, 256)});
-  cases.push_back({"bf16_hd128_decode_1x777_page128", paged(ATTNRT_DTYPE_BF16, 128, 4, 1, 777, 32, 8, 128)});
+  cases.push_back({"bf16_hd128_short_17x777_page128", paged(ATTNRT_DTYPE_BF16, 128, 4, 17, 777, 32, 8, 128)});
   s = paged(ATTNRT_DTYPE_BF16, 64, 2, 200, 450, 8, 1, 128);
   s.window_left = 100;
   s.causal = true;
@@ -313,7 +313,7 @@ std::vector<Case> paged_cases() {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashAttention3Paged, testing::ValuesIn(paged_cases()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-TEST(FlashAttention3Support, RefusesPagesSmallerThanABlock) {
+TEST(FlashAttention3Support, RefusesPagesSmallerThanABlockAndPagedDecode) {
   if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Gpu& gpu = Gpu::get();
   Backend& fa3 = *gpu.backend("flash_attention_3");
@@ -325,6 +325,9 @@ TEST(FlashAttention3Support, RefusesPagesSmallerThanABlock) {
   attnrt_attention_desc d = w.desc;
   d.page_size = 256;
   EXPECT_EQ(fa3.unsupported_reason(d), "");
+  // Decode over pages is paged_attention's (one read of each page per KV head).
+  d.seqlen_q = 16;
+  EXPECT_NE(fa3.unsupported_reason(d).find("decode-sized"), std::string::npos) << fa3.unsupported_reason(d);
 }
 
 // Deterministic backward: within the rule, and the same call twice gives the same dq, dk and dv

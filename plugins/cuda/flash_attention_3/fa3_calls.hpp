@@ -38,14 +38,23 @@ struct Calls {
     return best;
   }
 
-  // Why the forward cannot run a call ("" when it can): its head_dim, or a paged cache whose
-  // pages do not hold whole key blocks (each block is one TMA box of one page).
+  // Queries per sequence up to which a paged call is decode (paged_attention's range).
+  static constexpr int kDecodeQueries = 16;
+
+  // Why the forward cannot run a call ("" when it can): its head_dim, a paged cache whose pages
+  // do not hold whole key blocks (each block is one TMA box of one page), or a paged decode.
   static std::string forward_gap(const attnrt_attention_desc& d) {
     const int kernel_dim = forward_kernel_dim(d.head_dim);
     if (kernel_dim == 0) {
       return "head_dim " + std::to_string(d.head_dim) + " has no forward kernel: compiled " + HeadDims::describe() +
              ", and a smaller multiple of 8 runs on the next one above it only where at most a quarter of that "
              "kernel's columns are padding";
+    }
+    if (d.is_paged && d.seqlen_q <= kDecodeQueries) {
+      return "paged KV with decode-sized queries (seqlen_q " + std::to_string(d.seqlen_q) +
+             " <= " + std::to_string(kDecodeQueries) +
+             "): this kernel reads the cache once per query head in blocks of 64 or more query rows; "
+             "paged_attention reads each page once per KV head";
     }
     if (d.is_paged) {
       int block = 0;
