@@ -4,9 +4,11 @@
 // bf16, the build's head dims (and multiples of 8 within a quarter below one: 96 on the 128
 // kernel), GQA/MQA, bottom-right causal, sliding window, softcap, varlen, LSE, paged KV
 // forward (page sizes that are multiples of the key block, 128 keys at head_dim <= 128; packed
-// queries too). Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128, deterministic
-// on request (dQ's additions in a fixed order); a backward at another head_dim is refused with
-// the reason.
+// queries too). Backward on the same machinery (fa3_backward.cuh) at head_dim 64 and 128,
+// deterministic on request (dQ's additions in a fixed order); at head dims without its tiles
+// (96, 192, 256) flash_attention_2's backward kernels (fa2_backward); elsewhere refused with the
+// reason.
+#include "fa2_calls.hpp"
 #include "fa3_calls.hpp"
 
 #include <attnrt/plugin.hpp>
@@ -19,6 +21,18 @@ namespace {
 
 using HeadDims = cuda::HeadDims<ATTNRT_FA3_HEAD_DIMS>;
 using Calls = cuda::fa3::Calls<cuda::StandardScores, HeadDims>;
+using Fa2HeadDims = cuda::HeadDims<ATTNRT_FA2_HEAD_DIMS>;
+using Fa2 = cuda::fa2::Calls<cuda::StandardScores, Fa2HeadDims>;
+
+// Whether a backward runs flash_attention_2's kernels: where this family's has no tiles (head_dim
+// 96, 192, 256) and those kernels were compiled for the head_dim. The backward needs only q, k,
+// v, out, dout and the ABI's lse, which both families' forwards write alike, so a training step
+// at those head dims keeps this forward (faster than flash_attention_2's) rather than failing
+// at its backward, which resolution cannot foresee (the descriptor does not say that a backward
+// will follow).
+bool fa2_backward(const attnrt_attention_desc& d) {
+  return !d.is_paged && !Calls::backward_gap(d).empty() && Fa2HeadDims::contains(d.head_dim);
+}
 
 class FlashAttention3Plugin {
  public:
@@ -42,6 +56,7 @@ class FlashAttention3Plugin {
   std::string supports(const attnrt_attention_desc& d) const { return Calls::forward_gap(d); }
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
+    if (backward && fa2_backward(d)) return Fa2::workspace_size(d, true);
     return Calls::workspace_size(d, backward);
   }
 
@@ -50,6 +65,7 @@ class FlashAttention3Plugin {
   }
 
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
+    if (fa2_backward(d)) return Fa2::backward(d, a, e, "flash_attention_3 backward (flash_attention_2's kernels)");
     Calls::backward(d, a, e, "flash_attention_3 backward");
   }
 };
