@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
   bench->add_option("--mask", bench_args.masks, "none, causal or both")->capture_default_str();
   bench->add_option("--dtype", bench_args.dtype, "fp16, bf16 or fp32")->capture_default_str();
   bench->add_option("--tokens", bench_args.tokens, "batch x seqlen")->capture_default_str()->check(CLI::PositiveNumber);
-  bench->add_option("--hidden", bench_args.hidden, "heads x head_dim")
+  bench
+      ->add_option("--hidden", bench_args.hidden,
+                   "heads x head_dim (heads = hidden / head_dim rounded down, as FlashAttention's benchmark)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   bench->add_option("--warmup", bench_args.warmup, "Untimed calls first")

@@ -223,6 +223,16 @@ TEST(Cli, BenchTimesNamedBackendsAndWritesCsv) {
   EXPECT_FALSE(contains(all, "D32_S64_B4_H2_causal_fwd,sdpa,fwd,0.0000")) << all;
   std::filesystem::remove(csv);
 
+  // heads = hidden / head_dim rounded down (FlashAttention's benchmark): 100 / 48 is 2 heads.
+  const auto odd = run_cli(
+      "bench --backends eager --dtype fp32 --hdim 48 --seqlen 32 --mask none --tokens 64"
+      " --hidden 100 --warmup 0 --iterations 1 --no-backward");
+  EXPECT_EQ(odd.exit_code, 0) << odd.output;
+  EXPECT_TRUE(contains(odd.output, "D48_S32_B2_H2_full_fwd")) << odd.output;
+  const auto too_narrow = run_cli("bench --backends eager --hdim 64 --seqlen 32 --tokens 64 --hidden 32");
+  EXPECT_NE(too_narrow.exit_code, 0);
+  EXPECT_TRUE(contains(too_narrow.output, "--hidden 32 hold at least one head of 64")) << too_narrow.output;
+
   const auto bad = run_cli("bench --backends no_such_backend");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_TRUE(contains(bad.output, "--backends: no plugin named 'no_such_backend' is installed")) << bad.output;
