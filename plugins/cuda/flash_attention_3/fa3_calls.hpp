@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <string>
 
 namespace attnrt::cuda::fa3 {
@@ -145,8 +146,8 @@ struct Calls {
 
  private:
   // A deterministic call's workspace: a non-deterministic call's (D, dq_accum, dsinks' rows),
-  // then one int32 counter per (sequence, q head, query block) (params.hpp's dq_semaphore), for
-  // the smallest backward query block (64 rows).
+  // then one int32 counter per (sequence, q head, query block) (params.hpp's dq_semaphore),
+  // counted for the smallest backward query block.
   static attnrt_attention_desc accumulating(const attnrt_attention_desc& d) {
     attnrt_attention_desc a = d;
     a.deterministic = 0;
@@ -156,7 +157,8 @@ struct Calls {
     return BackwardWorkspace::aligned(BackwardWorkspace::size(accumulating(d), true));
   }
   static size_t semaphore_bytes(const attnrt_attention_desc& d) {
-    return size_t(d.batch) * size_t(d.heads_q) * ((size_t(d.seqlen_q) + 63) / 64) * sizeof(int32_t);
+    constexpr size_t kRows = std::min(BackwardTiles<64>::kBM, BackwardTiles<128>::kBM);
+    return size_t(d.batch) * size_t(d.heads_q) * ((size_t(d.seqlen_q) + kRows - 1) / kRows) * sizeof(int32_t);
   }
 
   // Packed (varlen) tensors are one sequence of all rows to TMA; the kernels add each sequence's
