@@ -23,8 +23,12 @@
 
 namespace attnrt::cuda::fa3 {
 
-template <int HD>
-struct ForwardConfig : ForwardTiles<HD> {
+// BM: query rows per tile, ForwardTiles' unless a caller picks another multiple of 64 (flex_attention's
+// Hopper path takes 128 at head_dim 64: two consumer warpgroups of 240 registers hold its
+// per-element predicates, where three of 160 spilled).
+template <int HD, int BM = ForwardTiles<HD>::kBM>
+struct ForwardConfig {
+  static constexpr int kBM = BM, kBN = ForwardTiles<HD>::kBN;
   static constexpr int kStages = 2;
   // A producer warpgroup and one consumer warpgroup per 64 query rows (two, or three at head_dim
   // 64). setmaxnreg moves registers from the producer to the consumers within what the launch
@@ -32,7 +36,7 @@ struct ForwardConfig : ForwardTiles<HD> {
   // a consumer thread of two warpgroups, 160 of three. The dynamic scheduler's producer needs
   // more, else it spills in its load loop: 40 (232 a consumer) with two consumer warpgroups, 32
   // with three.
-  static constexpr int kConsumers = ForwardTiles<HD>::kBM / 64;
+  static constexpr int kConsumers = BM / 64;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   template <bool kDynamic>
   static constexpr int kProducerRegs = !kDynamic         ? 24
@@ -55,11 +59,14 @@ struct ForwardConfig : ForwardTiles<HD> {
   // O is staged for its store in a tile of its own where that fits beside Q and the K/V ring
   // (2-byte elements), so Q is free for the next tile's load once the tile's last S = Q K^T has
   // completed; at head_dim 256 it reuses Q's tile, which is then freed after the store.
-  static constexpr bool kOwnO =
-      (2 * ForwardTiles<HD>::kBM * HD + 2 * kStages * ForwardTiles<HD>::kBN * HD) * 2 <= 200 * 1024;
+  static constexpr bool kOwnO = (2 * BM * HD + 2 * kStages * kBN * HD) * 2 <= 200 * 1024;
 };
 
-template <class T, int HD, int BM, int BN, int STAGES, bool kOwnO>
+// Key blocks a block-sparse tile walks, at most (flex_attention's Hopper path refuses longer
+// sequences): 1024 blocks, 128k keys at 128 keys a block.
+inline constexpr int kMaxWalk = 1024;
+
+template <class T, int HD, int BM, int BN, int STAGES, bool kOwnO, bool kSparse = false>
 struct ForwardSmem {
   static_assert(HD % hopper::kChunkCols == 0, "head_dim a multiple of the 64-column swizzle chunk");
   alignas(1024) T q[BM * HD];
@@ -70,7 +77,28 @@ struct ForwardSmem {
   uint64_t tile_full[2], tile_empty[2];  // the dynamic scheduler's ring of claimed tiles
   int tile[2];
   uint64_t k_full[STAGES], v_full[STAGES], k_empty[STAGES], v_empty[STAGES];
+  // Block-sparse policies: each claimed tile's walk, by tile slot (walk_entry).
+  int walk_count[2];
+  int walk[2][kSparse ? kMaxWalk : 1];
 };
+
+// A block-sparse walk's entry: the key block, and per consumer warpgroup its rows' state of it
+// (Policy's kSkip / kPartial / kFull, two bits each), which the producer reads once per tile.
+__device__ __forceinline__ int walk_entry(int block, unsigned states) { return block | static_cast<int>(states << 16); }
+__device__ __forceinline__ int walk_block(int entry) { return entry & 0xffff; }
+__device__ __forceinline__ int walk_state(int entry, int warpgroup) { return (entry >> (16 + 2 * warpgroup)) & 3; }
+
+// The policy of one (sequence, head): a block-sparse policy (flex_attention's) also takes its
+// Params and the sequence index; the others read AttentionParams alone.
+template <class Policy>
+__device__ __forceinline__ Policy make_policy(const AttentionParams& p, const Seq& seq,
+                                              const typename Policy::Params& x, int b) {
+  if constexpr (Policy::kBlockSparse) {
+    return Policy(p, seq, x, b);
+  } else {
+    return Policy(p, seq);
+  }
+}
 
 // A tile of the persistent grid: BM query rows of one (sequence, head). Linear tile index:
 // (sequence, head) major and, inside, the query blocks from the last (the longest under a causal
@@ -109,13 +137,25 @@ __device__ __forceinline__ SeqCoords k_coords(const AttentionParams& p, int b) {
   return p.cu_seqlens_k ? SeqCoords{p.cu_seqlens_k[b], 0} : SeqCoords{0, b};
 }
 
-template <class T, int HD, class Policy, bool kPingpong, bool kDynamic>
-__global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
-    forward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
-                   const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v, int band) {
-  using C = ForwardConfig<HD>;
+// The kernel's body, for forward_kernel below and for kernels defined elsewhere around it (flex_attention's
+// Hopper path links one with the user's mods). The references are the kernel's __grid_constant__
+// parameters: the TMA descriptors must stay in parameter space.
+//
+// Block-sparse policies (Policy::kBlockSparse: flex_attention's block masks) walk only the key
+// blocks some row of the tile sees. The producer, which claims the tile (kDynamic), writes that
+// walk into the tile's slot beside its index, last key block first as here, with each consumer
+// warpgroup's state of each block: skipped (its rows see none of it: the block's scores become
+// -inf, as a fully masked block's), partial (the policy's per-element predicate) or full. The
+// consumers hand the slot back when the tile is done.
+template <class T, int HD, class Policy, bool kPingpong, bool kDynamic, int kRows = ForwardTiles<HD>::kBM>
+__device__ __forceinline__ void forward_body(const AttentionParams& p, const CUtensorMap& tma_q,
+                                             const CUtensorMap& tma_k, const CUtensorMap& tma_v,
+                                             const typename Policy::Params& x, int band) {
+  using C = ForwardConfig<HD, kRows>;
   constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
-  using Smem = ForwardSmem<T, HD, BM, BN, STAGES, C::kOwnO>;
+  constexpr bool kSparse = Policy::kBlockSparse;
+  static_assert(!kSparse || kDynamic, "a block-sparse walk is written by the producer that claims the tile");
+  using Smem = ForwardSmem<T, HD, BM, BN, STAGES, C::kOwnO, kSparse>;
   // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise:
   // the launch adds 1 KB of slack.
   extern __shared__ unsigned char smem_raw[];
@@ -157,31 +197,95 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
 
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every load; the block's other 127 threads idle on few
-    // registers.
+    // registers. A block-sparse walk keeps the first warp: its 32 lanes read the block mask's
+    // states of 32 key blocks at once for the next tile's walk (one thread reading them in turn
+    // left the consumers waiting: 0.6x of the dense forward's speed at 64 blocks a tile).
     cutlass::arch::warpgroup_reg_dealloc<C::template kProducerRegs<kDynamic>>();
-    if (threadIdx.x != 0) return;
-    hopper::prefetch_tensor_map(&tma_q);
-    hopper::prefetch_tensor_map(&tma_k);
-    hopper::prefetch_tensor_map(&tma_v);
+    if (threadIdx.x >= (kSparse ? 32 : 1)) return;
+    const bool leader = lane == 0;
+    if (leader) {
+      hopper::prefetch_tensor_map(&tma_q);
+      hopper::prefetch_tensor_map(&tma_k);
+      hopper::prefetch_tensor_map(&tma_v);
+    }
     constexpr uint32_t kQBytes = BM * HD * sizeof(T), kKVBytes = BN * HD * sizeof(T);
     int kv_it = 0, tile_it = 0;  // K/V blocks and tiles loaded so far, across tiles
-    // Hands a claimed tile to the consumers; a tile past the end tells them to stop.
-    auto publish = [&](int tile) {
+    // Hands a claimed tile to the consumers (with its walk, which `walk` writes with every lane
+    // of the warp and returns the length of); a tile past the end tells them to stop.
+    auto publish = [&](int tile, auto&& walk) {
       const int slot = tile_it & 1;
-      hopper::Barrier::wait(&sm.tile_empty[slot], ((tile_it >> 1) & 1) ^ 1);
-      sm.tile[slot] = tile;
-      hopper::Barrier::arrive(&sm.tile_full[slot]);
+      if (leader) hopper::Barrier::wait(&sm.tile_empty[slot], ((tile_it >> 1) & 1) ^ 1);
+      if constexpr (kSparse) __syncwarp();
+      const int n = walk(slot);
+      if constexpr (kSparse) __syncwarp();  // the walk is written before the leader publishes it
+      if (leader) {
+        sm.tile[slot] = tile;
+        sm.walk_count[slot] = n;
+        hopper::Barrier::arrive(&sm.tile_full[slot]);
+      }
+      return n;
     };
-    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles;
-         tile = kDynamic ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x)
-                         : tile + static_cast<int>(gridDim.x)) {
+    // The next tile: dealt in turn, or claimed from the counter (by the leader, for the warp).
+    auto next_tile = [&](int tile) {
+      if constexpr (!kDynamic) {
+        return tile + static_cast<int>(gridDim.x);
+      } else if constexpr (kSparse) {
+        int claimed = 0;
+        if (leader) claimed = atomicAdd(p.tile_counter, 1);
+        return __shfl_sync(~0u, claimed, 0) + static_cast<int>(gridDim.x);
+      } else {
+        return atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x);
+      }
+    };
+    for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile = next_tile(tile)) {
       const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
       const Seq seq = sequence(p, tl.b);
       if (tl.m0 >= seq.q_len) continue;  // varlen: past this sequence's rows
-      if constexpr (kDynamic) publish(tile);
-      const Policy pol(p, seq);
+      const Policy pol = make_policy<Policy>(p, seq, x, tl.b);
       const BlockRange keys = pol.key_blocks(tl.m0, BM, BN);
-      const int n_blocks = keys.hi - keys.lo, hk = tl.h / group;
+      int n_blocks = keys.hi - keys.lo;
+      const int* walk = nullptr;
+      if constexpr (kDynamic) {
+        n_blocks = publish(tile, [&](int slot) {
+          if constexpr (!kSparse) {
+            return n_blocks;
+          } else {
+            // Lane l takes blocks hi-1-l, hi-1-l-32, ...: a warpgroup's state of a block it
+            // sees (inside its rows' interval mask), else skipped; the blocks some warpgroup
+            // sees are packed in order by a ballot.
+            BlockRange seen[C::kConsumers];
+#pragma unroll
+            for (int w = 0; w < C::kConsumers; ++w) {
+              const int r0 = tl.m0 + 64 * w;
+              seen[w] = r0 < seq.q_len ? pol.key_blocks(r0, 64, BN) : BlockRange{0, 0};
+            }
+            walk = sm.walk[slot];
+            int n = 0;
+#pragma unroll 4
+            for (int base = 0; base < n_blocks; base += 32) {
+              const int nb = keys.hi - 1 - base - lane;
+              unsigned states = 0;
+              if (base + lane < n_blocks) {
+#pragma unroll
+                for (int w = 0; w < C::kConsumers; ++w) {
+                  if (nb >= seen[w].lo && nb < seen[w].hi) {
+                    states |= static_cast<unsigned>(pol.block_state(tl.h, tl.m0 + 64 * w, nb * BN)) << (2 * w);
+                  }
+                }
+              }
+              const unsigned visited = __ballot_sync(~0u, states != 0);
+              if (states != 0) sm.walk[slot][n + __popc(visited & ((1u << lane) - 1))] = walk_entry(nb, states);
+              n += __popc(visited);
+            }
+            return n;
+          }
+        });
+      }
+      if (!leader) {
+        ++tile_it;
+        continue;
+      }
+      const int hk = tl.h / group;
       const SeqCoords qc = q_coords(p, tl.b), kc = k_coords(p, tl.b);
       hopper::Barrier::wait(&sm.q_empty, (tile_it & 1) ^ 1);
       hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
@@ -192,7 +296,8 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       for (int it = 0; it < n_blocks; ++it, ++kv_it) {
         const int stage = kv_it % STAGES;
         const uint32_t phase = (kv_it / STAGES) & 1;
-        const int n0 = (keys.hi - 1 - it) * BN;  // last blocks first: the masked ones
+        // Last blocks first: the masked ones.
+        const int n0 = (kSparse ? walk_block(walk[it]) : keys.hi - 1 - it) * BN;
         // Paged: the block lies in one page (page_size a multiple of BN, fa3_calls.hpp), the
         // page's index read before the wait below, which hides its latency.
         int k_row = kc.row0 + n0, k_batch = kc.batch;
@@ -215,7 +320,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       }
       ++tile_it;
     }
-    if constexpr (kDynamic) publish(num_tiles);
+    if constexpr (kDynamic) publish(num_tiles, [](int) { return 0; });
     return;
   }
 
@@ -233,6 +338,11 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
   using GemmO = hopper::Gemm<T, HD>;
   int kv_it = 0, tile_it = 0;
   // The next tile: the producer's claim (kDynamic, never one without rows), or dealt in turn.
+  // The slot goes back at once, or (block-sparse) once the tile's walk has been read.
+  auto release_tile = [&] {
+    __syncwarp();  // every lane has read the slot before it is handed back
+    if (lane == 0) hopper::Barrier::arrive(&sm.tile_empty[tile_it & 1]);
+  };
   auto receive = [&](int dealt) {
     if constexpr (!kDynamic) {
       return dealt;
@@ -240,8 +350,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       const int slot = tile_it & 1;
       hopper::Barrier::wait(&sm.tile_full[slot], (tile_it >> 1) & 1);
       const int tile = sm.tile[slot];
-      __syncwarp();  // every lane has read the slot before it is handed back
-      if (lane == 0) hopper::Barrier::arrive(&sm.tile_empty[slot]);
+      if (!kSparse || tile >= num_tiles) release_tile();
       return tile;
     }
   };
@@ -250,10 +359,13 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
     const int b = tl.b, h = tl.h, m0 = tl.m0;
     const Seq seq = sequence(p, b);
-    if (m0 >= seq.q_len) continue;  // as the producer
-    const Policy pol(p, seq);
+    if (m0 >= seq.q_len) continue;  // as the producer (the dealt walk: never a sparse one)
+    const Policy pol = make_policy<Policy>(p, seq, x, b);
     const BlockRange keys = pol.key_blocks(m0, BM, BN);
-    const int n_blocks = keys.hi - keys.lo;
+    const int* walk = kSparse ? sm.walk[tile_it & 1] : nullptr;
+    const int n_blocks = kSparse ? sm.walk_count[tile_it & 1] : keys.hi - keys.lo;
+    // The key block of step `it` (last blocks first: the masked ones).
+    auto block_of = [&](int it) { return kSparse ? walk_block(walk[it]) : keys.hi - 1 - it; };
 
     float o[HD / 8][4];
 #pragma unroll
@@ -309,6 +421,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     // Elsewhere rows past a sequence are TMA's zero fill or the next sequence's finite keys.
     auto clear_v_tail = [&](int stage) {
       const int valid = seq.k_len - (keys.hi - 1) * BN;
+      if (kSparse && block_of(0) != keys.hi - 1) return;  // the walk skips the last block
       if (!p.block_table || valid >= BN) return;
       const int tid = static_cast<int>(threadIdx.x) % 128;
       constexpr int kUnitsPerRow = 64 * sizeof(T) / 16;  // 16-byte units per row of a chunk
@@ -332,10 +445,39 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       if constexpr (C::kOwnO) hopper::Barrier::arrive(&sm.q_empty);
     };
 
-    // Scores, mask and the online softmax of block n0 in s: new row maxima, the factor alpha
-    // that rescales what was accumulated (applied by the caller once the P V product in flight
-    // is done), P = exp2(s * c - max * c) in place, and the row sums.
-    auto softmax = [&](int n0) {
+    // Block-sparse: which of step it's keys each of this thread's two rows sees, one bit per
+    // accumulator column (k = 2 nt + e): none where this warpgroup's state of the block is
+    // skipped, the policy's predicate where it is partial, all where full. Formed before the
+    // step's products are issued, while S is not live: evaluated beside S (the softmax), the
+    // predicates' operands spilled (296 bytes a thread at head_dim 128).
+    static_assert(BN / 4 <= 32, "a row's keys of this thread fit one word");
+    constexpr uint32_t kAllKeys = BN / 4 == 32 ? ~0u : (1u << (BN / 4)) - 1;
+    uint32_t seen[2] = {kAllKeys, kAllKeys};
+    auto keys_seen = [&](int it) {
+      if constexpr (kSparse) {
+        const int state = walk_state(walk[it], cw), n0 = block_of(it) * BN;
+        const bool partial = state == Policy::kPartial && pol.element_mask();
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          seen[r] = state == Policy::kSkip ? 0u : kAllKeys;
+          if (partial) {
+            const int i = m0 + row_in_block + 8 * r;
+            uint32_t bits = 0;
+#pragma unroll 1
+            for (int k = 0; k < BN / 4; ++k) {
+              bits |= static_cast<uint32_t>(pol.visible(h, i, n0 + (k >> 1) * 8 + 2 * t + (k & 1))) << k;
+            }
+            seen[r] = bits;
+          }
+        }
+      }
+    };
+
+    // Scores, mask and the online softmax of step it's block in s: new row maxima, the factor
+    // alpha that rescales what was accumulated (applied by the caller once the P V product in
+    // flight is done), P = exp2(s * c - max * c) in place, and the row sums.
+    auto softmax = [&](int it) {
+      const int n0 = block_of(it) * BN;
       if (!fold) {
         pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
@@ -347,6 +489,17 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
             }
           }
         });
+      }
+      if constexpr (kSparse) {
+        if ((seen[0] & seen[1]) != kAllKeys) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int k = 0; k < BN / 4; ++k) {
+              if (!((seen[r] >> k) & 1u)) s[k >> 1][2 * r + (k & 1)] = -INFINITY;
+            }
+          }
+        }
       }
       if (pol.tile_needs_mask(m0 + wr0, 64, n0, BN)) {
 #pragma unroll
@@ -408,8 +561,12 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     // A warpgroup whose rows all lie past the sequence's end skips every block: the last tile of
     // a length that is not a multiple of the tile (at 192 rows and 2048 tokens, a third of the
     // tile that sees every key) would otherwise compute rows nobody stores.
+    // (A block-sparse walk marks such blocks skipped for this warpgroup instead: its order is not
+    // the contiguous one counted here.)
     int skip = 0;
-    if constexpr (kDynamic) {
+    if constexpr (kSparse) {
+      skip = m0 + wr0 >= seq.q_len ? n_blocks : 0;
+    } else if constexpr (kDynamic) {
       skip = m0 + wr0 >= seq.q_len ? n_blocks : keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
     }
     hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
@@ -422,6 +579,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[stage_of(it)]);
     }
     if (skip < n_blocks) {
+      keys_seen(skip);
       hopper::TxBarrier::wait(&sm.k_full[stage_of(skip)], phase_of(skip));
       turn_begin();
       cute::warpgroup_arrive();
@@ -431,13 +589,14 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       hopper::fence_operands(s_flat);
       if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(skip)]);
       if (skip == n_blocks - 1) release_q();
-      softmax((keys.hi - 1 - skip) * BN);
+      softmax(skip);
       to_p();
     } else {
       release_q();
     }
     for (int it = skip + 1; it < n_blocks; ++it) {
       const int stage = stage_of(it), prev = stage_of(it - 1);
+      keys_seen(it);
       hopper::TxBarrier::wait(&sm.k_full[stage], phase_of(it));
       hopper::TxBarrier::wait(&sm.v_full[prev], phase_of(it - 1));
       if (it == 1) clear_v_tail(prev);
@@ -450,7 +609,7 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       hopper::fence_operands(s_flat);
       if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
       if (it == n_blocks - 1) release_q();
-      softmax((keys.hi - 1 - it) * BN);
+      softmax(it);
       cute::warpgroup_wait<0>();
       hopper::fence_operands(o_flat);
       hopper::fence_operands(pa);
@@ -519,8 +678,17 @@ __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
       cutlass::arch::fence_view_async_shared();
       hopper::Barrier::arrive(&sm.q_empty);
     }
+    if constexpr (kSparse) release_tile();
     ++tile_it;
   }
+}
+
+template <class T, int HD, class Policy, bool kPingpong, bool kDynamic>
+__global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
+    forward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
+                   const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
+                   const __grid_constant__ typename Policy::Params x, int band) {
+  forward_body<T, HD, Policy, kPingpong, kDynamic>(p, tma_q, tma_k, tma_v, x, band);
 }
 
 }  // namespace attnrt::cuda::fa3

@@ -43,7 +43,8 @@ cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStrea
     band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
     if ((err = cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream)) != cudaSuccess) return err;
   }
-  kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, band);
+  kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v,
+                                                                     typename Policy::Params{}, band);
   return cudaGetLastError();
 }
 

@@ -99,6 +99,8 @@ class StandardScores {
   // (rows m0.., keys n0..): whether it is skipped (nothing visible) and whether it needs
   // visible(). kElementMask false: the kernels compile none of it. Here: every block, none.
   static constexpr bool kElementMask = false;
+  // flash_attention_3's walk of a block mask (fa3_forward.cuh), with its own hooks: none here.
+  static constexpr bool kBlockSparse = false;
   __device__ __forceinline__ int first_block(int /*m0*/, int lo, int /*hi*/) const { return lo; }
   __device__ __forceinline__ int next_block(int /*m0*/, int nb, int /*hi*/) const { return nb + 1; }
   __device__ __forceinline__ bool block_element_mask(int /*m0*/, int /*nb*/) const { return false; }
