@@ -24,9 +24,13 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                          const std::vector<std::string>& include_dirs, const std::vector<NvrtcHeader>& headers,
-                          const std::vector<std::string>& name_expressions) {
+namespace {
+
+// One NVRTC compilation: to a cubin for sm_<arch>, or (ltoir) to LTO-IR for compute_<arch>,
+// relocatable, for nvJitLink.
+NvrtcOutput compile(const std::string& source, const std::string& name, int arch,
+                    const std::vector<std::string>& include_dirs, const std::vector<NvrtcHeader>& headers,
+                    const std::vector<std::string>& name_expressions, bool ltoir) {
   std::vector<const char*> header_texts, header_names;
   for (const NvrtcHeader& h : headers) {
     header_texts.push_back(h.text.c_str());
@@ -39,8 +43,13 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, in
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&program,
                                                                [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   // sm_90a: wgmma and setmaxnreg exist only on the arch-specific target.
-  const std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch) + (arch == 90 ? "a" : "");
+  const std::string target = std::to_string(arch) + (arch == 90 ? "a" : "");
+  const std::string gpu = "--gpu-architecture=" + std::string(ltoir ? "compute_" : "sm_") + target;
   std::vector<std::string> options = {gpu, "--std=c++17", "-default-device", "--use_fast_math"};
+  if (ltoir) {
+    options.push_back("-dlto");
+    options.push_back("--relocatable-device-code=true");
+  }
   for (const std::string& dir : include_dirs) options.push_back("--include-path=" + dir);
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
@@ -54,18 +63,36 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, in
   while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
   if (compiled != NVRTC_SUCCESS) {
     throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT, "flex_attention: the mods do not compile (NVRTC " +
-                                                        nvrtc_version() + ", " + gpu.substr(21) + "):\n" + out.log);
+                                                        nvrtc_version() + ", sm_" + target + "):\n" + out.log);
   }
   size_t size = 0;
-  check(nvrtcGetCUBINSize(program, &size), "cubin size");
-  out.cubin.resize(size);
-  check(nvrtcGetCUBIN(program, out.cubin.data()), "cubin");
+  if (ltoir) {
+    check(nvrtcGetLTOIRSize(program, &size), "LTO-IR size");
+    out.cubin.resize(size);
+    check(nvrtcGetLTOIR(program, out.cubin.data()), "LTO-IR");
+  } else {
+    check(nvrtcGetCUBINSize(program, &size), "cubin size");
+    out.cubin.resize(size);
+    check(nvrtcGetCUBIN(program, out.cubin.data()), "cubin");
+  }
   for (const std::string& e : name_expressions) {
     const char* lowered = nullptr;
     check(nvrtcGetLoweredName(program, e.c_str(), &lowered), "lowered name");
     out.lowered_names.emplace_back(lowered);
   }
   return out;
+}
+
+}  // namespace
+
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, int arch,
+                          const std::vector<std::string>& include_dirs, const std::vector<NvrtcHeader>& headers,
+                          const std::vector<std::string>& name_expressions) {
+  return compile(source, name, arch, include_dirs, headers, name_expressions, false);
+}
+
+std::string nvrtc_compile_ltoir(const std::string& source, const std::string& name, int arch) {
+  return compile(source, name, arch, {}, {}, {}, true).cubin;
 }
 
 }  // namespace attnrt::kernels::flex

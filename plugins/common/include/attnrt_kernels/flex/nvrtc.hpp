@@ -29,6 +29,11 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, in
                           const std::vector<NvrtcHeader>& headers = {},
                           const std::vector<std::string>& name_expressions = {});
 
+// Compiles a self-contained `source` (no headers) to LTO-IR for compute_<arch>, relocatable
+// (-dlto -rdc), for nvJitLink to link into a prebuilt kernel's LTO-IR (the flex_attention CUDA
+// plugin's Hopper path). Errors as nvrtc_compile.
+std::string nvrtc_compile_ltoir(const std::string& source, const std::string& name, int arch);
+
 // "13.0": the NVRTC this build links, for cache keys.
 std::string nvrtc_version();
 
