@@ -1,12 +1,14 @@
-// flex_attention on CUDA (mods compiled by NVRTC into flash_attention_2's forward and backward)
-// against FlashAttention's rule (gpu.md): its error against the fp64 reference with the same mods
+// flex_attention on CUDA (mods compiled by NVRTC into flash_attention_2's forward and backward;
+// on sm_90 the forward is flash_attention_3's, linked with the mods by nvJitLink) against
+// FlashAttention's rule (gpu.md): its error against the fp64 reference with the same mods
 // (ReferenceMods, plain C++) is at most 2x the CPU flex_attention's on the same low-precision
 // inputs, plus a small floor, for out and lse and for dq, dk and dv; outputs are poisoned with NaN
 // first and NaN never passes. The mods are PyTorch FlexAttention's usual ones (causal, sliding
 // window, prefix LM, document mask from an aux tensor, ALiBi, softcap, relative position bias from
 // an aux table; score_mod_grad beside each score_mod) and block-sparse masks with skipped, partial
 // and full blocks, at head_dim 64 and 128, fp16 and bf16, GQA, odd lengths and varlen. The
-// backward runs both dK/dV kernels: sm_90's and the split pair other GPUs take.
+// forward runs both kernels on sm_90 (ATTNRT_FLEX_FORWARD), the backward both dK/dV kernels:
+// sm_90's and the split pair other GPUs take.
 #include <attnrt/validate.hpp>
 
 #include "flex_case.hpp"
@@ -137,6 +139,36 @@ std::vector<FlexCase> cases() {
                        };
                        return f;
                      }});
+      // Longer: the Hopper forward's persistent CTAs take several tiles each and walk a block
+      // mask with skipped, partial and full blocks (a block-causal pattern over a local window).
+      out.push_back({tag + "_block_causal_window_1k", shape(2, 1024, 1024, 12, 2, hd, dt), [](const WorkloadSpec& s) {
+                       Flex f;
+                       auto state = [](int m, int n) { return n > m || n < m - 4 ? 0 : n == m || n == m - 4 ? 1 : 2; };
+                       test::set_block_mask(f, s.seqlen_q, s.seqlen_k, 128, 128, state);
+                       f.mask_mod = "q_idx >= kv_idx && q_idx - kv_idx < 540";
+                       f.score_mod = "score - 0.01f * (q_idx - kv_idx) / 16";
+                       f.score_mod_grad = "1.0f";
+                       f.ref.visible = [state](int64_t, int64_t, int64_t i, int64_t j) {
+                         const int st = state(static_cast<int>(i / 128), static_cast<int>(j / 128));
+                         return st == 2 || (st == 1 && i >= j && i - j < 540);
+                       };
+                       f.ref.score = [](double x, int64_t, int64_t, int64_t i, int64_t j) {
+                         return x - 0.01 * double(i - j) / 16;
+                       };
+                       return f;
+                     }});
+      // The descriptor's own causal mask beside a score_mod (bottom-right, Sq < Sk).
+      {
+        WorkloadSpec s = shape(2, 300, 457, 4, 1, hd, dt);
+        s.causal = true;
+        out.push_back({tag + "_descriptor_causal", s, [](const WorkloadSpec&) {
+                         Flex f;
+                         f.score_mod = "score * 0.75f";
+                         f.score_mod_grad = "0.75f";
+                         f.ref.score = [](double x, int64_t, int64_t, int64_t, int64_t) { return 0.75 * x; };
+                         return f;
+                       }});
+      }
       {
         WorkloadSpec s = shape(1, 1, 1, 4, 2, hd, dt);
         s.seqlens_q = {170, 1, 400};
@@ -173,7 +205,9 @@ struct Checked {
   std::vector<DeviceTensor> device_aux, device_mask;
 };
 
-void prepare(const FlexCase& c, Checked& k) {
+// backward: also the gradients' reference and the CPU plugin's backward (the forward tests skip
+// them: the CPU side is most of a case's time).
+void prepare(const FlexCase& c, Checked& k, bool backward) {
   Gpu& gpu = Gpu::get();
   WorkloadSpec spec = c.spec;
   spec.seed = std::hash<std::string>{}(c.name);
@@ -184,18 +218,20 @@ void prepare(const FlexCase& c, Checked& k) {
   host.desc.cuda_arch = 0;
   k.f.attach(host.desc);
   k.ref = reference_forward(host.desc, host.forward_args(), &k.f.ref);
-  k.gref = reference_backward(host.desc, host.forward_args(), *host.dout.dl(), &k.f.ref);
+  if (backward) k.gref = reference_backward(host.desc, host.forward_args(), *host.dout.dl(), &k.f.ref);
   Backend cpu(gpu.registry->load(*gpu.registry->find("flex_attention", "cpu")));
   ASSERT_EQ(cpu.unsupported_reason(host.desc), "");
   host.out.fill_nan();
   host.lse.fill_nan();
   cpu.forward(host.desc, host.forward_args(), 0);
-  cpu.backward(host.desc, host.backward_args(), 0);
   k.base.out = max_abs_error(*host.out.dl(), k.ref.out);
   k.base.lse = max_abs_error(*host.lse.dl(), k.ref.lse);
-  k.base.dq = max_abs_error(*host.dq.dl(), k.gref.dq);
-  k.base.dk = max_abs_error(*host.dk.dl(), k.gref.dk);
-  k.base.dv = max_abs_error(*host.dv.dl(), k.gref.dv);
+  if (backward) {
+    cpu.backward(host.desc, host.backward_args(), 0);
+    k.base.dq = max_abs_error(*host.dq.dl(), k.gref.dq);
+    k.base.dk = max_abs_error(*host.dk.dl(), k.gref.dk);
+    k.base.dv = max_abs_error(*host.dv.dl(), k.gref.dv);
+  }
 
   Flex& f = k.f;
   for (HostTensor& t : f.aux) k.device_aux.emplace_back(t, k.w.desc.device);
@@ -216,16 +252,25 @@ void prepare(const FlexCase& c, Checked& k) {
 
 class FlexGpu : public ::testing::TestWithParam<FlexCase> {};
 
+// Through both forward kernels: flash_attention_3's (sm_90 only; forced, so a call that does not
+// take it fails with the reason) and flash_attention_2's.
 TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
   if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Checked k;
-  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k));
+  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k, false));
   Backend& flex = *Gpu::get().backend("flex_attention");
   ASSERT_EQ(flex.unsupported_reason(k.w.desc), "");
-  const Errors e = run_forward(flex, k.w, k.ref);
-  const double fl = floor_of(k.w.desc.dtype) * std::max(1.0, max_abs(k.ref.out));
-  EXPECT_LE(e.out, 2 * k.base.out + fl) << "out (CPU flex_attention " << k.base.out << ")";
-  EXPECT_LE(e.lse, 2 * k.base.lse + 2e-4) << "lse (CPU flex_attention " << k.base.lse << ")";
+  for (const char* path : {"hopper", "flash_attention_2"}) {
+    if (std::string(path) == "hopper" && k.w.desc.cuda_arch != 90) continue;
+    ScopedEnv env("ATTNRT_FLEX_FORWARD", path);
+    ASSERT_EQ(flex.unsupported_reason(k.w.desc), "") << path;
+    const Errors e = run_forward(flex, k.w, k.ref);
+    const double fl = floor_of(k.w.desc.dtype) * std::max(1.0, max_abs(k.ref.out));
+    EXPECT_LE(e.out, 2 * k.base.out + fl) << path << ": out (CPU flex_attention " << k.base.out << ")";
+    EXPECT_LE(e.lse, 2 * k.base.lse + 2e-4) << path << ": lse (CPU flex_attention " << k.base.lse << ")";
+    std::cout << "[ errors ] " << GetParam().name << " forward " << path << ": out " << e.out << " lse " << e.lse
+              << " (CPU " << k.base.out << " " << k.base.lse << ")\n";
+  }
 }
 
 // Forward and backward, through sm_90's dK/dV kernel (where the GPU has it) and through the
@@ -233,7 +278,7 @@ TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
 TEST_P(FlexGpu, BackwardWithinTwiceTheCpuPluginsError) {
   if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Checked k;
-  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k));
+  ASSERT_NO_FATAL_FAILURE(prepare(GetParam(), k, true));
   Backend& flex = *Gpu::get().backend("flex_attention");
   ASSERT_EQ(flex.unsupported_reason(k.w.desc), "");
   const attnrt_dtype dt = k.w.desc.dtype;

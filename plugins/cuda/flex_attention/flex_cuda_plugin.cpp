@@ -1,20 +1,27 @@
 // flex_attention on CUDA (ABI 1.3's flex block, plugin_abi.h attnrt_flex_attention): PyTorch
 // FlexAttention's score_mod and mask_mod compiled by NVRTC into flash_attention_2's forward and
 // backward kernels under the flex score policy (flex_policy.cuh), with the block mask's skipped
-// tiles never computed and its full tiles spared mask_mod. Kernels are compiled when a call shape
-// (mods, dtype, head_dim, GPU arch) is first prepared, in supports(), and kept in the disk cache.
-// Backward needs score_mod_grad with a score_mod (refused without, as on the CPU).
+// tiles never computed and its full tiles spared mask_mod. On sm_90 the forward is
+// flash_attention_3's instead (TMA, wgmma, warp specialization), linked with the mods by
+// nvJitLink (hopper_module.hpp) where this build has its variant. Kernels are compiled when a call
+// shape (mods, dtype, head_dim, GPU arch) is first prepared, in supports(), and kept in the disk
+// cache. Backward needs score_mod_grad with a score_mod (refused without, as on the CPU).
+#include "hopper_module.hpp"
 #include "kernel_module.hpp"
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_cuda/backward_workspace.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
+#include <attnrt_cuda/hopper/tensor_map.hpp>
 #include <attnrt_cuda/make_params.hpp>
 #include <attnrt_kernels/flex/prelude_host.hpp>
 
 #include "flex_params.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -47,10 +54,10 @@ FlexList flex_list(const DLTensor* num, const DLTensor* idx) {
 class FlexAttentionCuda {
  public:
   static constexpr const char* kName = "flex_attention";
-  static constexpr const char* kVersion = "0.2.0";
+  static constexpr const char* kVersion = "0.3.0";
   static constexpr const char* kDescription =
       "PyTorch FlexAttention's score_mod / mask_mod / block mask compiled by NVRTC into flash_attention_2's forward "
-      "and backward (sm_80+)";
+      "and backward (sm_80+); on sm_90 the forward is flash_attention_3's, linked with the mods by nvJitLink";
   static constexpr uint32_t kExtensions[] = {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION};
   static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
       {.devices = ATTNRT_DEVICE_BIT_CUDA,
@@ -61,7 +68,7 @@ class FlexAttentionCuda {
        .max_head_dim = 128,
        .min_cuda_arch = 80});
 
-  FlexAttentionCuda() : modules_(kVersion) {}
+  FlexAttentionCuda() : modules_(kVersion), hopper_(kVersion) {}
 
   std::string supports(const attnrt_attention_desc& d) const {
     if (d.head_dim != 64 && d.head_dim != 128) {
@@ -78,14 +85,15 @@ class FlexAttentionCuda {
     }
     try {
       module(d);
+      hopper_module(d);
     } catch (const sdk::Error& e) {
       return e.what();
     }
     return "";
   }
 
-  // Forward: the block states. Backward: flash_attention_2's backward workspace (D and the fp32
-  // dQ accumulator), then the block states.
+  // Forward: the Hopper kernel's tile counter, then the block states. Backward: flash_attention_2's backward workspace
+  // (D and the fp32 dQ accumulator), then the block states.
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     return states_offset(d, backward) + states_bytes(d);
   }
@@ -97,6 +105,10 @@ class FlexAttentionCuda {
     if (p.seqlen_q == 0 || p.batch == 0) return;
     sdk::require_workspace(e, workspace_size(d, false, 0), 0);
     const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false));
+    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d)) {
+      hopper_forward(d, a, e, *hm, x);
+      return;
+    }
     set_smem(m->forward, m->tile.smem_bytes(d.head_dim), "flex_attention forward: shared memory");
     const dim3 grid(ceil_div(p.seqlen_q, m->tile.bm), p.heads_q, p.batch);
     void* args[] = {const_cast<cuda::AttentionParams*>(&p), const_cast<attnrt_flex::KernelParams*>(&x)};
@@ -153,7 +165,8 @@ class FlexAttentionCuda {
   }
 
  private:
-  static constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes
+  static constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes; TMA's rows too
+  static constexpr size_t kTileCounterBytes = 256;
   enum class Dkdv { kWide, kSplit };
 
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
@@ -201,7 +214,101 @@ class FlexAttentionCuda {
 
   // The block states ([batch, heads, q blocks, k blocks] bytes) follow what the direction needs.
   static size_t states_offset(const attnrt_attention_desc& d, bool backward) {
-    return backward ? cuda::BackwardWorkspace::aligned(cuda::BackwardWorkspace::size(d, true)) : 0;
+    return backward ? cuda::BackwardWorkspace::aligned(cuda::BackwardWorkspace::size(d, true)) : kTileCounterBytes;
+  }
+
+  // Why the Hopper forward cannot run a call ("" when it can). ATTNRT_FLEX_FORWARD=
+  // flash_attention_2 keeps every call on flash_attention_2's forward (comparisons, tests).
+  static std::string hopper_gap(const attnrt_attention_desc& d) {
+    const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
+    if (force && std::string(force) == "flash_attention_2") return "ATTNRT_FLEX_FORWARD=flash_attention_2";
+    if (d.cuda_arch != 90) return "sm_" + std::to_string(d.cuda_arch) + " (its kernels are sm_90a's)";
+    if (d.is_paged) return "a paged KV cache";
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    const bool score_mod = f && f->score_mod && *f->score_mod;
+    if (!hopper_blob(d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, score_mod)) {
+      const std::string dims = hopper_head_dims();
+      return "no variant for this dtype and head_dim " + std::to_string(d.head_dim) + " in this build (" +
+             (dims.empty() ? std::string("none built") : "head dims " + dims) + ")";
+    }
+    if (f && f->kv_num_blocks && (f->q_block_size % kHopperRows != 0 || f->kv_block_size % kHopperKeys != 0)) {
+      return "block mask of " + std::to_string(f->q_block_size) + " x " + std::to_string(f->kv_block_size) +
+             " blocks: the Hopper forward needs multiples of " + std::to_string(kHopperRows) + " x " +
+             std::to_string(kHopperKeys);
+    }
+    if (d.seqlen_k > int64_t(kHopperMaxWalk) * kHopperKeys) {
+      return "seqlen_k " + std::to_string(d.seqlen_k) + " over the Hopper forward's " +
+             std::to_string(int64_t(kHopperMaxWalk) * kHopperKeys) + " keys";
+    }
+    return "";
+  }
+  // The Hopper kernel's tiles as hopper_forward.cu.in defines them (each warpgroup's 64 rows lie
+  // in one block of the mask; its key blocks of 128 in one of its blocks) and its walk's length;
+  // the module's shape is checked against them.
+  static constexpr int kHopperRows = 64, kHopperKeys = 128, kHopperMaxWalk = 1024;
+
+  // The call's Hopper module, or null where it takes flash_attention_2's forward.
+  // ATTNRT_FLEX_FORWARD=hopper makes that an error naming the reason (tests).
+  std::shared_ptr<const HopperModule> hopper_module(const attnrt_attention_desc& d) const {
+    if (const std::string gap = hopper_gap(d); !gap.empty()) {
+      const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
+      if (force && std::string(force) == "hopper") {
+        throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "flex_attention: ATTNRT_FLEX_FORWARD=hopper, but " + gap);
+      }
+      return nullptr;
+    }
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    const kernels::flex::Mods mods = f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{};
+    const HopperBlob* blob = hopper_blob(d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty());
+    std::shared_ptr<const HopperModule> m;
+    try {
+      m = hopper_.get(*blob, mods);
+    } catch (const sdk::Error& e) {
+      // Mods that do not compile fail the call shape either way; a link or load that fails (an
+      // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's forward.
+      const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
+      if (e.status() == ATTNRT_ERROR_INVALID_ARGUMENT || (force && std::string(force) == "hopper")) throw;
+      return nullptr;
+    }
+    if (m->bn != kHopperKeys || m->bm % kHopperRows != 0 || m->max_walk != kHopperMaxWalk) {
+      throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: the Hopper kernel's tiles (" + std::to_string(m->bm) +
+                                                  " x " + std::to_string(m->bn) + ") are not the plugin's");
+    }
+    return m;
+  }
+
+  // flash_attention_3's forward (fa3_forward.cuh) under the flex policy: persistent CTAs, one
+  // per SM, take tiles from the counter at the workspace's start (zeroed here), in bands of
+  // (sequence, head) pairs whose K and V fit in 16 MiB of L2, as flash_attention_3 launches it.
+  void hopper_forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e,
+                      const HopperModule& m, const attnrt_flex::KernelParams& x) const {
+    const char* what = "flex_attention forward (Hopper)";
+    cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
+    p.tile_counter = static_cast<int32_t*>(e.workspace);
+    const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16, varlen = d.is_varlen != 0;
+    const int batch = varlen ? 1 : d.batch;
+    const int64_t q_rows = varlen ? a.q->shape[0] : d.seqlen_q, k_rows = varlen ? a.k->shape[0] : d.seqlen_k;
+    const CUtensorMap maps[3] = {
+        cuda::hopper::make_tensor_map("q", p.q, bf16, q_rows, p.heads_q, batch, d.head_dim, m.bm, p.q.data),
+        cuda::hopper::make_tensor_map("k", p.k, bf16, k_rows, p.heads_kv, batch, d.head_dim, m.bn, p.q.data),
+        cuda::hopper::make_tensor_map("v", p.v, bf16, k_rows, p.heads_kv, batch, d.head_dim, m.bn, p.q.data)};
+    const int64_t tiles = int64_t(ceil_div(p.seqlen_q, m.bm)) * p.heads_q * p.batch;
+    if (tiles > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 tiles");
+    int sms = 0;
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id), what);
+    const int ctas = static_cast<int>(std::min<int64_t>(tiles, sms));
+    const int pairs = p.heads_q * p.batch;
+    const int64_t pair_bytes = int64_t(p.seqlen_k) * d.head_dim * 2 * 2 / (p.heads_q / p.heads_kv);
+    int band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+    check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
+    set_smem(m.forward, m.smem, what);
+    void* args[] = {&p,
+                    const_cast<CUtensorMap*>(&maps[0]),
+                    const_cast<CUtensorMap*>(&maps[1]),
+                    const_cast<CUtensorMap*>(&maps[2]),
+                    const_cast<attnrt_flex::KernelParams*>(&x),
+                    &band};
+    launch(m.forward, dim3(ctas), m.threads, m.smem, args, e, what);
   }
   static size_t states_bytes(const attnrt_attention_desc& d) {
     const attnrt_flex_attention* f = sdk::flex_block(d);
@@ -248,6 +355,7 @@ class FlexAttentionCuda {
   }
 
   mutable ModuleCache modules_;
+  mutable HopperCache hopper_;
 };
 
 }  // namespace

@@ -10,11 +10,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace attnrt::plugins::flex_cuda {
 
@@ -70,7 +70,7 @@ class ModuleCache {
   std::string version_;
   std::optional<kernels::flex::DiskCache> disk_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const KernelModule>> loaded_;
+  std::unordered_map<std::string, std::shared_ptr<const KernelModule>> loaded_;  // by key text
 };
 
 }  // namespace attnrt::plugins::flex_cuda

@@ -1,0 +1,72 @@
+// flex_attention's score policy for flash_attention_3's forward (fa3_forward.cuh, its
+// block-sparse walk) on Hopper. Unlike flex_policy.cuh, which NVRTC compiles after the mods'
+// unit, this one is compiled once by nvcc, to LTO-IR (hopper_forward.cu.in): the mods are
+// extern "C" device functions that the mods' unit defines (hopper_module.cpp) and nvJitLink's
+// link-time optimization inlines when it links the two, as cuFFT's LTO callbacks are.
+// The block mask's per-block states are flex_policy.cuh's (attnrt_flex_block_states builds them);
+// mods see positions clamped to the sequence, as there.
+#pragma once
+
+#include <attnrt_cuda/score_policy.cuh>
+
+extern "C" __device__ float attnrt_flex_score_mod(const attnrt_flex::Context& ctx, float score, int b, int h, int q_idx,
+                                                  int kv_idx);
+extern "C" __device__ bool attnrt_flex_mask_mod(const attnrt_flex::Context& ctx, int b, int h, int q_idx, int kv_idx);
+
+namespace attnrt::cuda {
+
+// kScoreMod: whether the call has a score_mod (else scores are the ABI's, and the forward folds
+// the scale into its exponent).
+template <bool kScoreMod>
+class FlexHopperScores : public StandardScores {
+ public:
+  using Params = attnrt_flex::KernelParams;
+  static constexpr bool kBlockSparse = true;
+  static constexpr int kSkip = attnrt_flex::kTileSkip, kPartial = attnrt_flex::kTilePartial;
+  static_assert(attnrt_flex::kTileSkip == 0, "a walk entry with every warpgroup skipped is 0 (fa3_forward.cuh)");
+
+  // b: the tile's sequence (the persistent kernel's tiles name it; the grid does not).
+  __device__ __forceinline__ FlexHopperScores(const AttentionParams& params, const Seq& s, const Params& x, int b)
+      : StandardScores(params, s), x_(x), b_(b) {}
+
+  // The state of the block-mask block that holds query row m0 (rows m0 .. m0 + 64 lie in one
+  // block: the plugin checks that q blocks are multiples of 64) and key n0 (likewise, of the
+  // kernel's key blocks): partial everywhere without a block mask.
+  __device__ __forceinline__ int block_state(int h, int m0, int n0) const {
+    if (x_.tile_state == nullptr) return kPartial;
+    const int bb = x_.state_batch == 1 ? 0 : b_, hh = x_.state_heads == 1 ? 0 : h;
+    const int kb = n0 / x_.kv_block;
+    const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m0 / x_.q_block;
+    return kb < x_.k_blocks ? x_.tile_state[row * x_.k_blocks + kb] : kSkip;
+  }
+  // Whether partial blocks ask mask_mod (a call without one computes them whole).
+  __device__ __forceinline__ bool element_mask() const { return x_.has_mask_mod != 0; }
+  __device__ __forceinline__ bool visible(int h, int i, int j) const {
+    return attnrt_flex_mask_mod(x_.ctx, b_, h, min(i, seq.q_len - 1), min(j, seq.k_len - 1));
+  }
+
+  // score_mod on softmax_scale * q.k (natural log), then to the kernel's log2 domain.
+  struct ModScores {
+    const AttentionParams& p;
+    const attnrt_flex::Context& ctx;
+    int b, h, i_last, j_last;
+    __device__ __forceinline__ float log2(float raw, int i, int j) const {
+      return attnrt_flex_score_mod(ctx, raw * p.softmax_scale, b, h, min(i, i_last), min(j, j_last)) * kLog2e;
+    }
+  };
+  __device__ __forceinline__ bool linear() const { return !kScoreMod && StandardScores::linear(); }
+  template <class Fn>
+  __device__ __forceinline__ void with_scores(int h, Fn&& fn) const {
+    if constexpr (kScoreMod) {
+      fn(ModScores{p, x_.ctx, b_, h, seq.q_len - 1, seq.k_len - 1});
+    } else {
+      StandardScores::with_scores(h, fn);
+    }
+  }
+
+ private:
+  const Params& x_;
+  int b_;
+};
+
+}  // namespace attnrt::cuda
