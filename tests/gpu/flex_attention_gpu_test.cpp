@@ -7,8 +7,9 @@
 // window, prefix LM, document mask from an aux tensor, ALiBi, softcap, relative position bias from
 // an aux table; score_mod_grad beside each score_mod) and block-sparse masks with skipped, partial
 // and full blocks, at head_dim 64 and 128, fp16 and bf16, GQA, odd lengths and varlen. The
-// forward runs both kernels on sm_90 (ATTNRT_FLEX_FORWARD), the backward both dK/dV kernels:
-// sm_90's and the split pair other GPUs take.
+// forward runs both kernels on sm_90 (ATTNRT_FLEX_FORWARD), the backward flash_attention_3's
+// kernel on sm_90 (ATTNRT_FLEX_BACKWARD) and flash_attention_2's dK/dV kernels: sm_90's and the
+// split pair other GPUs take.
 #include <attnrt/validate.hpp>
 
 #include "flex_case.hpp"
@@ -273,8 +274,10 @@ TEST_P(FlexGpu, ForwardWithinTwiceTheCpuPluginsError) {
   }
 }
 
-// Forward and backward, through sm_90's dK/dV kernel (where the GPU has it) and through the
-// split pair (forced by ATTNRT_FA2_BACKWARD=split, as flash_attention_2's tests do).
+// Forward and backward, the backward through flash_attention_3's kernel (sm_90 only; forced, so a
+// call that does not take it fails with the reason), flash_attention_2's sm_90 dK/dV kernel
+// (where the GPU has it) and its split pair (forced by ATTNRT_FA2_BACKWARD=split, as
+// flash_attention_2's tests do).
 TEST_P(FlexGpu, BackwardWithinTwiceTheCpuPluginsError) {
   if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Checked k;
@@ -282,18 +285,24 @@ TEST_P(FlexGpu, BackwardWithinTwiceTheCpuPluginsError) {
   Backend& flex = *Gpu::get().backend("flex_attention");
   ASSERT_EQ(flex.unsupported_reason(k.w.desc), "");
   const attnrt_dtype dt = k.w.desc.dtype;
-  for (const char* force : {static_cast<const char*>(nullptr), "split"}) {
-    ScopedEnv env("ATTNRT_FA2_BACKWARD", force);
+  struct Path {
+    const char *flex, *fa2, *name;
+  };
+  for (const Path& path : {Path{"hopper", nullptr, " (Hopper)"}, Path{"flash_attention_2", nullptr, " (dK/dV)"},
+                           Path{"flash_attention_2", "split", " (split dK/dV)"}}) {
+    if (std::string(path.flex) == "hopper" && k.w.desc.cuda_arch != 90) continue;
+    ScopedEnv flex_env("ATTNRT_FLEX_BACKWARD", path.flex);
+    ScopedEnv fa2_env("ATTNRT_FA2_BACKWARD", path.fa2);
     const Errors e = run(flex, k.w, k.ref, k.gref);
-    const std::string path = force ? " (split dK/dV)" : "";
-    EXPECT_LE(e.out, 2 * k.base.out + floor_of(dt) * std::max(1.0, max_abs(k.ref.out))) << "out" << path;
+    const std::string where = path.name;
+    EXPECT_LE(e.out, 2 * k.base.out + floor_of(dt) * std::max(1.0, max_abs(k.ref.out))) << "out" << where;
     EXPECT_LE(e.dq, 2 * k.base.dq + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dq)))
-        << "dq" << path << " (CPU flex_attention " << k.base.dq << ")";
+        << "dq" << where << " (CPU flex_attention " << k.base.dq << ")";
     EXPECT_LE(e.dk, 2 * k.base.dk + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dk)))
-        << "dk" << path << " (CPU flex_attention " << k.base.dk << ")";
+        << "dk" << where << " (CPU flex_attention " << k.base.dk << ")";
     EXPECT_LE(e.dv, 2 * k.base.dv + grad_floor_of(dt) * std::max(1.0, max_abs(k.gref.dv)))
-        << "dv" << path << " (CPU flex_attention " << k.base.dv << ")";
-    std::cout << "[ errors ] " << GetParam().name << path << ": dq " << e.dq << " dk " << e.dk << " dv " << e.dv
+        << "dv" << where << " (CPU flex_attention " << k.base.dv << ")";
+    std::cout << "[ errors ] " << GetParam().name << where << ": dq " << e.dq << " dk " << e.dk << " dv " << e.dv
               << " (CPU " << k.base.dq << " " << k.base.dk << " " << k.base.dv << "; max |dq| " << max_abs(k.gref.dq)
               << ")\n";
   }

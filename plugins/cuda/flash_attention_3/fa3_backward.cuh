@@ -60,7 +60,11 @@ struct BackwardConfig : BackwardTiles<HD> {
                 "dQ's split covers the block exactly");
 };
 
-template <class T, int HD, int BM, int BN, int STAGES>
+// Steps one CTA of a block-sparse walk may have (query blocks times the GQA group): 16384, 128k
+// queries of a group of 8 at 64 queries a step (flex_attention's Hopper path refuses more).
+inline constexpr int kMaxSparseSteps = 16384;
+
+template <class T, int HD, int BM, int BN, int STAGES, bool kSparse = false>
 struct BackwardSmem {
   alignas(1024) T k[BN * HD];
   alignas(1024) T v[BN * HD];
@@ -73,6 +77,8 @@ struct BackwardSmem {
   alignas(8) uint64_t kv_full;
   uint64_t q_full[STAGES], q_empty[STAGES];
   uint64_t dq_full, dq_empty;
+  // Block-sparse walks: one bit per step of the CTA's walk, set where the block mask visits it.
+  uint32_t visited[kSparse ? kMaxSparseSteps / 32 : 1];
 };
 
 // The CTA of a linear block index: (kv head, sequence) pairs in bands of `band`, and in a band
@@ -122,14 +128,21 @@ __device__ __forceinline__ void st_release(int* p, int v) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// The kernel's body, for backward_kernel below and for kernels defined around it elsewhere
+// (flex_attention's Hopper path), as forward_body. A block-sparse policy (kElementMask: flex's
+// block masks) skips the steps whose tile its block mask skips, in every role alike, and asks its
+// per-element predicate in the tiles it marks partial. Every warp of the CTA first reads the
+// block mask's states of 32 steps at a time into a bitmask in shared memory, which the roles then
+// scan: each role reading the states in turn (QueryWalk::visited, flash_attention_2's walk) left a
+// sliding window's backward at 0.6x PyTorch's.
 template <class T, int HD, class Policy>
-__global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
-    backward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
-                    const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
-                    const __grid_constant__ CUtensorMap tma_do, int band) {
+__device__ __forceinline__ void backward_body(const AttentionParams& p, const CUtensorMap& tma_q,
+                                              const CUtensorMap& tma_k, const CUtensorMap& tma_v,
+                                              const CUtensorMap& tma_do, const typename Policy::Params& x, int band) {
   using C = BackwardConfig<HD>;
   constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
-  using Smem = BackwardSmem<T, HD, BM, BN, STAGES>;
+  constexpr bool kSparse = Policy::kElementMask;
+  using Smem = BackwardSmem<T, HD, BM, BN, STAGES, kSparse>;
   extern __shared__ unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
@@ -138,11 +151,61 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
   const Seq seq = sequence(p, b);
   const int n0 = n_block * BN;
   if (n0 >= seq.k_len) return;
-  const Policy pol(p, seq);
+  const Policy pol = make_policy<Policy>(p, seq, x, b);
   const QueryWalk<T, HD, BM, 32> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+
+  // The walk's steps in order (QueryWalk::next's: query blocks, then q heads), each role visiting
+  // the same ones: all, or (block-sparse) those whose bit is set.
+  const int m_steps = (walk.m_hi - walk.m_lo) / BM;
+  auto step_at = [&](int step) { return QueryStep{walk.head0 + step / m_steps, walk.m_lo + step % m_steps * BM}; };
+  auto next_visited = [&](int step) {  // the first visited step at or after `step`, else walk.steps
+    while (step < walk.steps) {
+      const uint32_t word = sm.visited[step >> 5] >> (step & 31);
+      if (word) return step + __ffs(static_cast<int>(word)) - 1;
+      step = (step | 31) + 1;
+    }
+    return walk.steps;
+  };
+  struct Visit {
+    int step;
+    QueryStep st;
+  };
+  auto first_visit = [&] {
+    if constexpr (kSparse) {
+      const int step = next_visited(0);
+      return Visit{step, step < walk.steps ? step_at(step) : QueryStep{}};
+    } else {
+      return Visit{0, walk.first()};
+    }
+  };
+  auto next_visit = [&](Visit v) {
+    if constexpr (kSparse) {
+      // The next step by the walk's counters where none is skipped, else from its index (a
+      // division, only after a skip).
+      const int step = next_visited(v.step + 1);
+      if (step == v.step + 1) return Visit{step, walk.next(v.st)};
+      return Visit{step, step < walk.steps ? step_at(step) : QueryStep{}};
+    } else {
+      return Visit{v.step + 1, walk.next(v.st)};
+    }
+  };
+  if constexpr (kSparse) {
+    const int warp_id = static_cast<int>(threadIdx.x) / 32, warps = static_cast<int>(blockDim.x) / 32;
+    for (int word = warp_id; word * 32 < walk.steps; word += warps) {
+      const int step = word * 32 + lane;
+      bool seen = false;
+      if (step < walk.steps) {
+        const QueryStep st = step_at(step);
+        seen = !pol.tile_skipped(st.head, st.m0, n0);
+      }
+      const uint32_t bits = __ballot_sync(~0u, seen);
+      if (lane == 0) sm.visited[word] = bits;
+    }
+  }
+
   if (threadIdx.x == 0) {
     hopper::TxBarrier::init(&sm.kv_full, 1);
 #pragma unroll
@@ -163,8 +226,9 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
     if (threadIdx.x >= 64) return;
     if (threadIdx.x >= 32) {
       if (lane != 0) return;
-      QueryStep st = walk.first();
-      for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+      int it = 0;
+      for (Visit v = first_visit(); v.step < walk.steps; v = next_visit(v), ++it) {
+        const QueryStep st = v.st;
         int* turn = nullptr;
         int before = 0;  // key blocks that add to these rows before this one (deterministic)
         if (p.dq_semaphore) {
@@ -206,8 +270,9 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
         hopper::tma_load_4d(&tma_v, &sm.kv_full, sm.v + c * BN * 64, c * 64, kc.row0 + n0, hk, kc.batch);
       }
     }
-    QueryStep st = walk.first();
-    for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+    int it = 0;
+    for (Visit v = first_visit(); v.step < walk.steps; v = next_visit(v), ++it) {
+      const QueryStep st = v.st;
       const int stage = it % STAGES;
       hopper::Barrier::wait(&sm.q_empty[stage], ((it / STAGES) & 1) ^ 1);
       for (int r = lane; r < BM; r += 32) {
@@ -256,10 +321,31 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
   const T* k_chunk = sm.k + dq_col0 * BN;
 
   if (walk.steps > 0) hopper::TxBarrier::wait(&sm.kv_full, 0);
-  QueryStep st = walk.first();
-  for (int it = 0; it < walk.steps; ++it, st = walk.next(st)) {
+  int it = 0;
+  for (Visit v = first_visit(); v.step < walk.steps; v = next_visit(v), ++it) {
+    const QueryStep st = v.st;
     const int stage = it % STAGES, buf = it % 2;
     const int m0 = st.m0, h = st.head;
+
+    // Block-sparse, a partial tile: which of the step's queries each of this thread's two keys
+    // sees, one bit per accumulator column (k = 2 nt + c), formed before the products are issued
+    // while S^T and dP^T are not live (the forward's keys_seen, transposed).
+    static_assert(BM / 4 <= 32, "a key's queries of this thread fit one word");
+    uint32_t seen[2] = {~0u, ~0u};
+    if constexpr (Policy::kElementMask) {
+      if (pol.tile_element_mask(h, m0, n0)) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int j = n0 + key_in_block + 8 * r;
+          uint32_t bits = 0;
+#pragma unroll 1
+          for (int k = 0; k < BM / 4; ++k) {
+            bits |= static_cast<uint32_t>(pol.visible(h, m0 + (k >> 1) * 8 + 2 * t + (k & 1), j)) << k;
+          }
+          seen[r] = bits;
+        }
+      }
+    }
     hopper::TxBarrier::wait(&sm.q_full[stage], (it / STAGES) & 1);
 
     float s[BM / 8][4], dp[BM / 8][4];
@@ -339,6 +425,7 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
               const int i = m0 + nt * 8 + 2 * t + c, j = n0 + key_in_block + 8 * r;
               float x = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
               if (kMask && !queries[r].has(nt * 8 + c)) x = 0.f;
+              if (Policy::kElementMask && !((seen[r] >> (2 * nt + c)) & 1u)) x = 0.f;
               pr[nt - 2 * kk][e] = x;
               s[nt][e] = x * scores.grad(raw, i, j);
             }
@@ -426,6 +513,15 @@ __global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
     store_accum_row<T>(dk_out + int64_t(j) * p.dk.row_stride, dk, r, t, p.softmax_scale);
     store_accum_row<T>(dv_out + int64_t(j) * p.dv.row_stride, dv, r, t, 1.0f);
   }
+}
+
+template <class T, int HD, class Policy>
+__global__ void __launch_bounds__(BackwardConfig<HD>::kThreads, 1)
+    backward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
+                    const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
+                    const __grid_constant__ CUtensorMap tma_do, const __grid_constant__ typename Policy::Params x,
+                    int band) {
+  backward_body<T, HD, Policy>(p, tma_q, tma_k, tma_v, tma_do, x, band);
 }
 
 }  // namespace attnrt::cuda::fa3

@@ -42,7 +42,8 @@ cudaError_t backward(const AttentionParams& p, const BackwardMaps& maps, cudaStr
     }
     const int64_t ctas = int64_t(ceil_div(p.seqlen_k, C::kBN)) * pairs;
     if (ctas > INT32_MAX) return cudaErrorInvalidConfiguration;
-    kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.dout, band);
+    kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.dout,
+                                                                       typename Policy::Params{}, band);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
   return launch_dq_convert<T, HD, /*kSwizzled=*/true>(p, stream);

@@ -1,9 +1,9 @@
 // flex_attention on CUDA (ABI 1.3's flex block, plugin_abi.h attnrt_flex_attention): PyTorch
 // FlexAttention's score_mod and mask_mod compiled by NVRTC into flash_attention_2's forward and
 // backward kernels under the flex score policy (flex_policy.cuh), with the block mask's skipped
-// tiles never computed and its full tiles spared mask_mod. On sm_90 the forward is
+// tiles never computed and its full tiles spared mask_mod. On sm_90 the forward and backward are
 // flash_attention_3's instead (TMA, wgmma, warp specialization), linked with the mods by
-// nvJitLink (hopper_module.hpp) where this build has its variant. Kernels are compiled when a call
+// nvJitLink (hopper_module.hpp) where this build has their variants. Kernels are compiled when a call
 // shape (mods, dtype, head_dim, GPU arch) is first prepared, in supports(), and kept in the disk
 // cache. Backward needs score_mod_grad with a score_mod (refused without, as on the CPU).
 #include "hopper_module.hpp"
@@ -57,7 +57,7 @@ class FlexAttentionCuda {
   static constexpr const char* kVersion = "0.3.0";
   static constexpr const char* kDescription =
       "PyTorch FlexAttention's score_mod / mask_mod / block mask compiled by NVRTC into flash_attention_2's forward "
-      "and backward (sm_80+); on sm_90 the forward is flash_attention_3's, linked with the mods by nvJitLink";
+      "and backward (sm_80+); on sm_90 flash_attention_3's forward and backward, linked with the mods by nvJitLink";
   static constexpr uint32_t kExtensions[] = {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION};
   static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
       {.devices = ATTNRT_DEVICE_BIT_CUDA,
@@ -85,7 +85,8 @@ class FlexAttentionCuda {
     }
     try {
       module(d);
-      hopper_module(d);
+      hopper_module(d, false);
+      hopper_module(d, true);
     } catch (const sdk::Error& e) {
       return e.what();
     }
@@ -105,7 +106,7 @@ class FlexAttentionCuda {
     if (p.seqlen_q == 0 || p.batch == 0) return;
     sdk::require_workspace(e, workspace_size(d, false, 0), 0);
     const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false));
-    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d)) {
+    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d, false)) {
       hopper_forward(d, a, e, *hm, x);
       return;
     }
@@ -138,6 +139,11 @@ class FlexAttentionCuda {
     sdk::require_workspace(e, workspace_size(d, true, 0), 0);
     cuda::BackwardWorkspace::bind(d, e, p);
     if (cuda::BackwardWorkspace::nothing_to_differentiate(p, stream(e), what)) return;
+    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d, true)) {
+      const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
+      hopper_backward(d, a, e, *m, *hm, x, p);
+      return;
+    }
     const Dkdv path = dkdv_path(d, *m);
     const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
     void* args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
@@ -217,63 +223,101 @@ class FlexAttentionCuda {
     return backward ? cuda::BackwardWorkspace::aligned(cuda::BackwardWorkspace::size(d, true)) : kTileCounterBytes;
   }
 
-  // Why the Hopper forward cannot run a call ("" when it can). ATTNRT_FLEX_FORWARD=
-  // flash_attention_2 keeps every call on flash_attention_2's forward (comparisons, tests).
-  static std::string hopper_gap(const attnrt_attention_desc& d) {
-    const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
-    if (force && std::string(force) == "flash_attention_2") return "ATTNRT_FLEX_FORWARD=flash_attention_2";
+  // ATTNRT_FLEX_FORWARD / ATTNRT_FLEX_BACKWARD: "flash_attention_2" keeps every call of that
+  // direction on flash_attention_2's kernels (comparisons), "hopper" makes a call that cannot take
+  // the Hopper kernel fail with the reason (tests); unset, the Hopper kernel where it can run.
+  static std::string forced(bool backward) {
+    const char* v = std::getenv(backward ? "ATTNRT_FLEX_BACKWARD" : "ATTNRT_FLEX_FORWARD");
+    return v ? v : "";
+  }
+
+  // Why the Hopper kernel of a direction cannot run a call ("" when it can).
+  static std::string hopper_gap(const attnrt_attention_desc& d, bool backward) {
+    const char* variable = backward ? "ATTNRT_FLEX_BACKWARD" : "ATTNRT_FLEX_FORWARD";
+    if (forced(backward) == "flash_attention_2") return std::string(variable) + "=flash_attention_2";
     if (d.cuda_arch != 90) return "sm_" + std::to_string(d.cuda_arch) + " (its kernels are sm_90a's)";
     if (d.is_paged) return "a paged KV cache";
+    if (backward && d.deterministic) return "a deterministic backward";
     const attnrt_flex_attention* f = sdk::flex_block(d);
     const bool score_mod = f && f->score_mod && *f->score_mod;
-    if (!hopper_blob(d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, score_mod)) {
+    if (!hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, score_mod)) {
       const std::string dims = hopper_head_dims();
       return "no variant for this dtype and head_dim " + std::to_string(d.head_dim) + " in this build (" +
              (dims.empty() ? std::string("none built") : "head dims " + dims) + ")";
     }
-    if (f && f->kv_num_blocks && (f->q_block_size % kHopperRows != 0 || f->kv_block_size % kHopperKeys != 0)) {
+    const int rows = backward ? kHopperBackwardRows : kHopperRows;
+    if (f && f->kv_num_blocks && (f->q_block_size % rows != 0 || f->kv_block_size % kHopperKeys != 0)) {
       return "block mask of " + std::to_string(f->q_block_size) + " x " + std::to_string(f->kv_block_size) +
-             " blocks: the Hopper forward needs multiples of " + std::to_string(kHopperRows) + " x " +
-             std::to_string(kHopperKeys);
+             " blocks: the Hopper " + (backward ? "backward" : "forward") + " needs multiples of " +
+             std::to_string(rows) + " x " + std::to_string(kHopperKeys);
     }
-    if (d.seqlen_k > int64_t(kHopperMaxWalk) * kHopperKeys) {
+    if (backward && int64_t(ceil_div(d.seqlen_q, 64)) * (d.heads_q / std::max(d.heads_kv, 1)) > kHopperMaxSteps) {
+      return "seqlen_q " + std::to_string(d.seqlen_q) + " x a GQA group of " +
+             std::to_string(d.heads_q / std::max(d.heads_kv, 1)) + " over the Hopper backward's " +
+             std::to_string(kHopperMaxSteps) + " query steps of 64 rows a key block";
+    }
+    if (!backward && d.seqlen_k > int64_t(kHopperMaxWalk) * kHopperKeys) {
       return "seqlen_k " + std::to_string(d.seqlen_k) + " over the Hopper forward's " +
              std::to_string(int64_t(kHopperMaxWalk) * kHopperKeys) + " keys";
     }
     return "";
   }
-  // The Hopper kernel's tiles as hopper_forward.cu.in defines them (each warpgroup's 64 rows lie
-  // in one block of the mask; its key blocks of 128 in one of its blocks) and its walk's length;
-  // the module's shape is checked against them.
-  static constexpr int kHopperRows = 64, kHopperKeys = 128, kHopperMaxWalk = 1024;
+  // The Hopper kernels' tiles as hopper_forward.cu.in and hopper_backward.cu.in define them: each
+  // forward warpgroup's 64 rows and each backward step's rows (up to 128) lie in one block of the
+  // mask, each block of 128 keys in one of its blocks; the forward's walk length and the
+  // backward's steps a CTA (fa3_backward.cuh's kMaxSparseSteps). The modules' shapes are checked
+  // against them.
+  static constexpr int kHopperRows = 64, kHopperBackwardRows = 128, kHopperKeys = 128, kHopperMaxWalk = 1024,
+                       kHopperMaxSteps = 16384;
 
-  // The call's Hopper module, or null where it takes flash_attention_2's forward.
-  // ATTNRT_FLEX_FORWARD=hopper makes that an error naming the reason (tests).
-  std::shared_ptr<const HopperModule> hopper_module(const attnrt_attention_desc& d) const {
-    if (const std::string gap = hopper_gap(d); !gap.empty()) {
-      const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
-      if (force && std::string(force) == "hopper") {
-        throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, "flex_attention: ATTNRT_FLEX_FORWARD=hopper, but " + gap);
+  // The call's Hopper module of a direction, or null where it takes flash_attention_2's kernels.
+  std::shared_ptr<const HopperModule> hopper_module(const attnrt_attention_desc& d, bool backward) const {
+    if (const std::string gap = hopper_gap(d, backward); !gap.empty()) {
+      if (forced(backward) == "hopper") {
+        throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string("flex_attention: ") +
+                                                       (backward ? "ATTNRT_FLEX_BACKWARD" : "ATTNRT_FLEX_FORWARD") +
+                                                       "=hopper, but " + gap);
       }
       return nullptr;
     }
     const attnrt_flex_attention* f = sdk::flex_block(d);
     const kernels::flex::Mods mods = f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{};
-    const HopperBlob* blob = hopper_blob(d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty());
+    const HopperBlob* blob = hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty());
     std::shared_ptr<const HopperModule> m;
     try {
       m = hopper_.get(*blob, mods);
     } catch (const sdk::Error& e) {
       // Mods that do not compile fail the call shape either way; a link or load that fails (an
-      // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's forward.
-      const char* force = std::getenv("ATTNRT_FLEX_FORWARD");
-      if (e.status() == ATTNRT_ERROR_INVALID_ARGUMENT || (force && std::string(force) == "hopper")) throw;
+      // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's kernels.
+      if (e.status() == ATTNRT_ERROR_INVALID_ARGUMENT || forced(backward) == "hopper") throw;
       return nullptr;
     }
-    if (m->bn != kHopperKeys || m->bm % kHopperRows != 0 || m->max_walk != kHopperMaxWalk) {
+    const bool fits = backward ? m->bn == kHopperKeys && kHopperBackwardRows % m->bm == 0
+                               : m->bn == kHopperKeys && m->bm % kHopperRows == 0 && m->max_walk == kHopperMaxWalk;
+    if (!fits) {
       throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: the Hopper kernel's tiles (" + std::to_string(m->bm) +
                                                   " x " + std::to_string(m->bn) + ") are not the plugin's");
     }
+    return m;
+  }
+
+  // q, k, v (and dout) as TMA maps of boxes of `q_rows` queries and `k_rows` keys (fa3_calls.hpp's
+  // layout: packed tensors are one sequence of all rows).
+  struct Maps {
+    CUtensorMap q, k, v, dout;
+  };
+  static Maps tensor_maps(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k,
+                          const cuda::AttentionParams& p, int q_rows, int k_rows) {
+    const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16, varlen = d.is_varlen != 0;
+    const int batch = varlen ? 1 : d.batch;
+    const int64_t q_len = varlen ? q->shape[0] : d.seqlen_q, k_len = varlen ? k->shape[0] : d.seqlen_k;
+    using cuda::hopper::make_tensor_map;
+    Maps m;
+    m.q = make_tensor_map("q", p.q, bf16, q_len, p.heads_q, batch, d.head_dim, q_rows, p.q.data);
+    m.k = make_tensor_map("k", p.k, bf16, k_len, p.heads_kv, batch, d.head_dim, k_rows, p.q.data);
+    m.v = make_tensor_map("v", p.v, bf16, k_len, p.heads_kv, batch, d.head_dim, k_rows, p.q.data);
+    if (p.dout.data)
+      m.dout = make_tensor_map("dout", p.dout, bf16, q_len, p.heads_q, batch, d.head_dim, q_rows, p.q.data);
     return m;
   }
 
@@ -285,13 +329,7 @@ class FlexAttentionCuda {
     const char* what = "flex_attention forward (Hopper)";
     cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     p.tile_counter = static_cast<int32_t*>(e.workspace);
-    const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16, varlen = d.is_varlen != 0;
-    const int batch = varlen ? 1 : d.batch;
-    const int64_t q_rows = varlen ? a.q->shape[0] : d.seqlen_q, k_rows = varlen ? a.k->shape[0] : d.seqlen_k;
-    const CUtensorMap maps[3] = {
-        cuda::hopper::make_tensor_map("q", p.q, bf16, q_rows, p.heads_q, batch, d.head_dim, m.bm, p.q.data),
-        cuda::hopper::make_tensor_map("k", p.k, bf16, k_rows, p.heads_kv, batch, d.head_dim, m.bn, p.q.data),
-        cuda::hopper::make_tensor_map("v", p.v, bf16, k_rows, p.heads_kv, batch, d.head_dim, m.bn, p.q.data)};
+    Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
     const int64_t tiles = int64_t(ceil_div(p.seqlen_q, m.bm)) * p.heads_q * p.batch;
     if (tiles > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 tiles");
     int sms = 0;
@@ -301,15 +339,45 @@ class FlexAttentionCuda {
     const int64_t pair_bytes = int64_t(p.seqlen_k) * d.head_dim * 2 * 2 / (p.heads_q / p.heads_kv);
     int band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
     check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
-    set_smem(m.forward, m.smem, what);
-    void* args[] = {&p,
-                    const_cast<CUtensorMap*>(&maps[0]),
-                    const_cast<CUtensorMap*>(&maps[1]),
-                    const_cast<CUtensorMap*>(&maps[2]),
-                    const_cast<attnrt_flex::KernelParams*>(&x),
-                    &band};
-    launch(m.forward, dim3(ctas), m.threads, m.smem, args, e, what);
+    set_smem(m.kernel, m.smem, what);
+    void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
+    launch(m.kernel, dim3(ctas), m.threads, m.smem, args, e, what);
   }
+
+  // flash_attention_3's backward (fa3_backward.cuh) under the flex policy: one CTA per 128 keys of
+  // a (kv head, sequence) pair, dK and dV in registers, dQ added to the fp32 accumulator by bulk
+  // reductions; D before it and dq's conversion from the accumulator's swizzled layout after it are
+  // the flash_attention_2 module's kernels. p's workspace is bound (BackwardWorkspace).
+  void hopper_backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e,
+                       const KernelModule& fa2, const HopperModule& m, const attnrt_flex::KernelParams& x,
+                       cuda::AttentionParams& p) const {
+    const char* what = "flex_attention backward (Hopper)";
+    void* row_args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
+    const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
+    if (p.seqlen_q > 0) {
+      launch(fa2.softmax_d, rows, 128, 0, row_args, e, what);
+      const size_t lse_rows = size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * p.seqlen_q);
+      check_cuda(cudaMemsetAsync(p.dq_accum, 0, lse_rows * d.head_dim * sizeof(float), stream(e)), what);
+    }
+    if (p.seqlen_k > 0) {
+      Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
+      const int pairs = p.heads_kv * p.batch;
+      // Bands of pairs whose Q and dO fit in 16 MiB of L2 under the descriptor's causal mask, as
+      // flash_attention_3 launches it (fa3_backward_launch.cuh); one pair a band elsewhere.
+      int band = 1;
+      if (p.window_right >= 0 && p.window_left < 0) {
+        const int64_t pair_bytes = int64_t(p.seqlen_q) * (p.heads_q / p.heads_kv) * d.head_dim * 2 * 2;
+        band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+      }
+      const int64_t ctas = int64_t(ceil_div(p.seqlen_k, m.bn)) * pairs;
+      if (ctas > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 CTAs");
+      set_smem(m.kernel, m.smem, what);
+      void* args[] = {&p, &maps.q, &maps.k, &maps.v, &maps.dout, const_cast<attnrt_flex::KernelParams*>(&x), &band};
+      launch(m.kernel, dim3(static_cast<unsigned>(ctas)), m.threads, m.smem, args, e, what);
+    }
+    if (p.seqlen_q > 0) launch(fa2.dq_convert_swizzled, rows, 128, 0, row_args, e, what);
+  }
+
   static size_t states_bytes(const attnrt_attention_desc& d) {
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (f == nullptr || f->kv_num_blocks == nullptr) return 0;

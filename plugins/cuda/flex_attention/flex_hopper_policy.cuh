@@ -1,8 +1,9 @@
 // flex_attention's score policy for flash_attention_3's forward (fa3_forward.cuh, its
-// block-sparse walk) on Hopper. Unlike flex_policy.cuh, which NVRTC compiles after the mods'
-// unit, this one is compiled once by nvcc, to LTO-IR (hopper_forward.cu.in): the mods are
-// extern "C" device functions that the mods' unit defines (hopper_module.cpp) and nvJitLink's
-// link-time optimization inlines when it links the two, as cuFFT's LTO callbacks are.
+// block-sparse walk) and backward (fa3_backward.cuh, its bitmask of visited steps) on Hopper.
+// Unlike flex_policy.cuh, which NVRTC compiles after the mods' unit, this one is compiled once by
+// nvcc, to LTO-IR (hopper_forward.cu.in, hopper_backward.cu.in): the mods are extern "C" device
+// functions that the mods' unit defines (hopper_module.cpp) and nvJitLink's link-time
+// optimization inlines when it links the two, as cuFFT's LTO callbacks are.
 // The block mask's per-block states are flex_policy.cuh's (attnrt_flex_block_states builds them);
 // mods see positions clamped to the sequence, as there.
 #pragma once
@@ -12,6 +13,8 @@
 extern "C" __device__ float attnrt_flex_score_mod(const attnrt_flex::Context& ctx, float score, int b, int h, int q_idx,
                                                   int kv_idx);
 extern "C" __device__ bool attnrt_flex_mask_mod(const attnrt_flex::Context& ctx, int b, int h, int q_idx, int kv_idx);
+extern "C" __device__ float attnrt_flex_score_mod_grad(const attnrt_flex::Context& ctx, float score, int b, int h,
+                                                       int q_idx, int kv_idx);
 
 namespace attnrt::cuda {
 
@@ -21,7 +24,8 @@ template <bool kScoreMod>
 class FlexHopperScores : public StandardScores {
  public:
   using Params = attnrt_flex::KernelParams;
-  static constexpr bool kBlockSparse = true;
+  static constexpr bool kBlockSparse = true;  // the forward's walk
+  static constexpr bool kElementMask = true;  // the backward's (score_policy.cuh)
   static constexpr int kSkip = attnrt_flex::kTileSkip, kPartial = attnrt_flex::kTilePartial;
   static_assert(attnrt_flex::kTileSkip == 0, "a walk entry with every warpgroup skipped is 0 (fa3_forward.cuh)");
 
@@ -41,6 +45,11 @@ class FlexHopperScores : public StandardScores {
   }
   // Whether partial blocks ask mask_mod (a call without one computes them whole).
   __device__ __forceinline__ bool element_mask() const { return x_.has_mask_mod != 0; }
+  // The backward's tile of query head h at rows m0.. and keys n0.. (inside one block).
+  __device__ __forceinline__ bool tile_skipped(int h, int m0, int n0) const { return block_state(h, m0, n0) == kSkip; }
+  __device__ __forceinline__ bool tile_element_mask(int h, int m0, int n0) const {
+    return element_mask() && block_state(h, m0, n0) == kPartial;
+  }
   __device__ __forceinline__ bool visible(int h, int i, int j) const {
     return attnrt_flex_mask_mod(x_.ctx, b_, h, min(i, seq.q_len - 1), min(j, seq.k_len - 1));
   }
@@ -52,6 +61,10 @@ class FlexHopperScores : public StandardScores {
     int b, h, i_last, j_last;
     __device__ __forceinline__ float log2(float raw, int i, int j) const {
       return attnrt_flex_score_mod(ctx, raw * p.softmax_scale, b, h, min(i, i_last), min(j, j_last)) * kLog2e;
+    }
+    // d(logit)/d(raw) / softmax_scale: score_mod_grad at the same score (SoftcapScores' convention).
+    __device__ __forceinline__ float grad(float raw, int i, int j) const {
+      return attnrt_flex_score_mod_grad(ctx, raw * p.softmax_scale, b, h, min(i, i_last), min(j, j_last));
     }
   };
   __device__ __forceinline__ bool linear() const { return !kScoreMod && StandardScores::linear(); }

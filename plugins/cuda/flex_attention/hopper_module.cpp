@@ -26,11 +26,12 @@ constexpr const char* kBlobMagic = "attnrt-flex-hopper-cubin-1\n";
 // The mods' unit with the C entry points the prebuilt kernel calls (flex_hopper_policy.cuh).
 std::string mods_source(const kernels::flex::Mods& mods) {
   return kernels::flex::translation_unit(mods, kernels::flex::Target::kCuda) +
-         "extern \"C\" __device__ float attnrt_flex_score_mod(const attnrt_flex::Context& c, float score, int b, int "
-         "h, "
-         "int q_idx, int kv_idx) { return attnrt_flex_user::score_mod(c, score, b, h, q_idx, kv_idx); }\n"
+         "extern \"C\" __device__ float attnrt_flex_score_mod(const attnrt_flex::Context& c, float score, int b, "
+         "int h, int q_idx, int kv_idx) { return attnrt_flex_user::score_mod(c, score, b, h, q_idx, kv_idx); }\n"
          "extern \"C\" __device__ bool attnrt_flex_mask_mod(const attnrt_flex::Context& c, int b, int h, int q_idx, "
-         "int kv_idx) { return attnrt_flex_user::mask_mod(c, b, h, q_idx, kv_idx); }\n";
+         "int kv_idx) { return attnrt_flex_user::mask_mod(c, b, h, q_idx, kv_idx); }\n"
+         "extern \"C\" __device__ float attnrt_flex_score_mod_grad(const attnrt_flex::Context& c, float score, int b, "
+         "int h, int q_idx, int kv_idx) { return attnrt_flex_user::score_mod_grad(c, score, b, h, q_idx, kv_idx); }\n";
 }
 
 #if ATTNRT_FLEX_HOPPER
@@ -150,9 +151,9 @@ std::shared_ptr<const HopperModule> HopperCache::load(const HopperBlob& blob, co
       e != cudaSuccess) {
     device_error("loading the linked Hopper kernel " + path, e);
   }
-  if (cudaError_t e = cudaLibraryGetKernel(&module->forward, module->library, "attnrt_flex_hopper_forward");
-      e != cudaSuccess) {
-    device_error("finding attnrt_flex_hopper_forward", e);
+  const char* kernel = blob.backward ? "attnrt_flex_hopper_backward" : "attnrt_flex_hopper_forward";
+  if (cudaError_t e = cudaLibraryGetKernel(&module->kernel, module->library, kernel); e != cudaSuccess) {
+    device_error(std::string("finding ") + kernel, e);
   }
   void* shape_ptr = nullptr;
   size_t shape_bytes = 0;

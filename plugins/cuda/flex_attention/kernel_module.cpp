@@ -46,7 +46,8 @@ std::string cuda_include_dir() {
 std::string type_name(const ModuleKey& k) { return k.bf16 ? "__nv_bfloat16" : "__half"; }
 
 // The module's kernels as NVRTC name expressions, in KernelModule's order: forward, D, the split
-// dK/dV pair, the dQ conversion and, on sm_90, the wide dK/dV kernel (a trap elsewhere).
+// dK/dV pair, the dQ conversions (flash_attention_2's accumulator layout, then the Hopper
+// backward's swizzled one) and, on sm_90, the wide dK/dV kernel (a trap elsewhere).
 std::vector<std::string> kernel_names(const ModuleKey& k, const ForwardTile& t) {
   const std::string T = type_name(k), HD = std::to_string(k.head_dim);
   const std::string flex = "attnrt::cuda::FlexScores", split = "&attnrt::cuda::fa2::dkdv_split_kernel<" + T + ", " +
@@ -56,8 +57,10 @@ std::vector<std::string> kernel_names(const ModuleKey& k, const ForwardTile& t) 
       "&attnrt::cuda::fa2::forward_kernel<" + T + ", " + HD + ", " + std::to_string(t.bm) + ", " +
           std::to_string(t.bn) + ", " + std::to_string(t.mt) + ", " + flex + ">",
       "&attnrt::cuda::softmax_d_kernel<" + T + ", " + HD + ", attnrt::cuda::StandardScores>",
-      split + "kDvOnly, false, " + flex + ">", split + "kDkOnly, true, " + flex + ">",
-      "&attnrt::cuda::dq_convert_kernel<" + T + ", " + HD + ", false>"};
+      split + "kDvOnly, false, " + flex + ">",
+      split + "kDkOnly, true, " + flex + ">",
+      "&attnrt::cuda::dq_convert_kernel<" + T + ", " + HD + ", false>",
+      "&attnrt::cuda::dq_convert_kernel<" + T + ", " + HD + ", true>"};
   if (k.arch >= 90) names.push_back("&attnrt::cuda::fa2::dkdv_kernel<" + T + ", " + HD + ", true, " + flex + ">");
   return names;
 }
@@ -105,7 +108,7 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   const ForwardTile tile = forward_tile(key.head_dim);
   const std::string source = program_source(key);
   const std::vector<std::string> kernels = kernel_names(key, tile);
-  std::string key_text = "attnrt flex cuda 3\n" + version_ + "\nsm_" + std::to_string(key.arch) + "\n";
+  std::string key_text = "attnrt flex cuda 4\n" + version_ + "\nsm_" + std::to_string(key.arch) + "\n";
   for (const std::string& k : kernels) key_text += k + "\n";
   key_text += source;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -157,7 +160,8 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
     }
   };
   cudaKernel_t* slots[] = {&module->forward,       &module->softmax_d,  &module->dkdv_split_dv,
-                           &module->dkdv_split_dk, &module->dq_convert, &module->dkdv_wide};
+                           &module->dkdv_split_dk, &module->dq_convert, &module->dq_convert_swizzled,
+                           &module->dkdv_wide};
   for (size_t i = 0; i < lowered.size(); ++i) kernel(lowered[i], slots[i]);
   kernel("attnrt_flex_block_states", &module->block_states);
   void* shapes_ptr = nullptr;

@@ -45,6 +45,7 @@ struct KernelModule {
   // dq = softmax_scale * dq_accum.
   cudaKernel_t softmax_d = nullptr, dkdv_wide = nullptr, dkdv_split_dv = nullptr, dkdv_split_dk = nullptr,
                dq_convert = nullptr;
+  cudaKernel_t dq_convert_swizzled = nullptr;  // dq from the Hopper backward's accumulator (hopper_module.hpp)
   BackwardShapes backward;
   ForwardTile tile{};
   bool cache_hit = false;  // the cubin came from the disk cache
