@@ -1,5 +1,7 @@
 #include "hopper_module.hpp"
 
+#include "cuda_library.hpp"
+
 #include <attnrt/status.hpp>
 #include <attnrt_kernels/flex/nvrtc.hpp>
 
@@ -17,11 +19,6 @@ namespace attnrt::plugins::flex_cuda {
 namespace {
 
 constexpr const char* kBlobMagic = "attnrt-flex-hopper-cubin-1\n";
-
-[[noreturn]] void device_error(const std::string& what, cudaError_t e) {
-  throw sdk::Error(ATTNRT_ERROR_DEVICE,
-                   "flex_attention: " + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
 
 // The mods' unit with the C entry points the prebuilt kernel calls (flex_hopper_policy.cuh).
 std::string mods_source(const kernels::flex::Mods& mods) {
@@ -151,20 +148,10 @@ std::shared_ptr<const HopperModule> HopperCache::load(const HopperBlob& blob, co
       e != cudaSuccess) {
     device_error("loading the linked Hopper kernel " + path, e);
   }
-  const char* kernel = blob.backward ? "attnrt_flex_hopper_backward" : "attnrt_flex_hopper_forward";
-  if (cudaError_t e = cudaLibraryGetKernel(&module->kernel, module->library, kernel); e != cudaSuccess) {
-    device_error(std::string("finding ") + kernel, e);
-  }
-  void* shape_ptr = nullptr;
-  size_t shape_bytes = 0;
+  module->kernel =
+      library_kernel(module->library, blob.backward ? "attnrt_flex_hopper_backward" : "attnrt_flex_hopper_forward");
   long long shape[5] = {0};
-  if (cudaError_t e = cudaLibraryGetGlobal(&shape_ptr, &shape_bytes, module->library, "attnrt_flex_hopper_shape");
-      e != cudaSuccess || shape_bytes != sizeof shape) {
-    device_error("finding attnrt_flex_hopper_shape", e == cudaSuccess ? cudaErrorInvalidSymbol : e);
-  }
-  if (cudaError_t e = cudaMemcpy(shape, shape_ptr, sizeof shape, cudaMemcpyDeviceToHost); e != cudaSuccess) {
-    device_error("reading attnrt_flex_hopper_shape", e);
-  }
+  read_library_array(module->library, "attnrt_flex_hopper_shape", shape, 5);
   module->threads = static_cast<int>(shape[0]);
   module->smem = static_cast<size_t>(shape[1]);
   module->bm = static_cast<int>(shape[2]);

@@ -1,5 +1,6 @@
 #include "kernel_module.hpp"
 
+#include "cuda_library.hpp"
 #include "flex_sources.hpp"
 
 #include <attnrt/status.hpp>
@@ -18,11 +19,6 @@ constexpr const char* kBlobMagic = "attnrt-flex-cubin-2\n";
 // flash_attention_2's split dK/dV tile (fa2_launch.cuh, Config::kSplitBN / kSplitBM up to
 // head_dim 128, the head dims flex compiles).
 constexpr int kSplitBN = 64, kSplitBM = 64;
-
-[[noreturn]] void device_error(const std::string& what, cudaError_t e) {
-  throw sdk::Error(ATTNRT_ERROR_DEVICE,
-                   "flex_attention: " + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
 
 // Where cuda_fp16.h and cuda_bf16.h are for NVRTC: $ATTNRT_CUDA_INCLUDE, $CUDA_HOME/include,
 // the toolkit this plugin was built with, /usr/local/cuda/include.
@@ -154,26 +150,13 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
       e != cudaSuccess) {
     device_error("loading the compiled kernels " + path, e);
   }
-  auto kernel = [&](const std::string& name, cudaKernel_t* out) {
-    if (cudaError_t e = cudaLibraryGetKernel(out, module->library, name.c_str()); e != cudaSuccess) {
-      device_error("finding " + name, e);
-    }
-  };
   cudaKernel_t* slots[] = {&module->forward,       &module->softmax_d,  &module->dkdv_split_dv,
                            &module->dkdv_split_dk, &module->dq_convert, &module->dq_convert_swizzled,
                            &module->dkdv_wide};
-  for (size_t i = 0; i < lowered.size(); ++i) kernel(lowered[i], slots[i]);
-  kernel("attnrt_flex_block_states", &module->block_states);
-  void* shapes_ptr = nullptr;
-  size_t shapes_bytes = 0;
+  for (size_t i = 0; i < lowered.size(); ++i) *slots[i] = library_kernel(module->library, lowered[i]);
+  module->block_states = library_kernel(module->library, "attnrt_flex_block_states");
   long long shapes[9] = {0};
-  if (cudaError_t e = cudaLibraryGetGlobal(&shapes_ptr, &shapes_bytes, module->library, "attnrt_flex_backward_shapes");
-      e != cudaSuccess || shapes_bytes != sizeof shapes) {
-    device_error("finding attnrt_flex_backward_shapes", e == cudaSuccess ? cudaErrorInvalidSymbol : e);
-  }
-  if (cudaError_t e = cudaMemcpy(shapes, shapes_ptr, sizeof shapes, cudaMemcpyDeviceToHost); e != cudaSuccess) {
-    device_error("reading attnrt_flex_backward_shapes", e);
-  }
+  read_library_array(module->library, "attnrt_flex_backward_shapes", shapes, 9);
   BackwardShapes& bs = module->backward;
   bs.wide_threads = static_cast<int>(shapes[0]);
   bs.wide_bn = static_cast<int>(shapes[1]);
