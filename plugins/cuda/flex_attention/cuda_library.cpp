@@ -20,7 +20,8 @@ cudaKernel_t library_kernel(cudaLibrary_t library, const std::string& name) {
 void read_library_array(cudaLibrary_t library, const char* name, long long* values, size_t count) {
   void* ptr = nullptr;
   size_t bytes = 0;
-  if (cudaError_t e = cudaLibraryGetGlobal(&ptr, &bytes, library, name); e != cudaSuccess || bytes != count * sizeof(long long)) {
+  if (cudaError_t e = cudaLibraryGetGlobal(&ptr, &bytes, library, name);
+      e != cudaSuccess || bytes != count * sizeof(long long)) {
     device_error(std::string("finding ") + name, e == cudaSuccess ? cudaErrorInvalidSymbol : e);
   }
   if (cudaError_t e = cudaMemcpy(values, ptr, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) {
