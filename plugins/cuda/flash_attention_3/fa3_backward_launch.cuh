@@ -7,8 +7,8 @@
 #include "fa3_launch.hpp"
 
 #include <attnrt_cuda/backward_rows.cuh>
+#include <attnrt_cuda/hopper/l2_bands.hpp>
 
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -29,18 +29,8 @@ cudaError_t backward(const AttentionParams& p, const BackwardMaps& maps, cudaStr
     const size_t smem = sizeof(BackwardSmem<T, HD, C::kBM, C::kBN, C::kStages>) + 1024;  // +1 KB: alignment
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return err;
-    // Under a causal mask, bands of (kv head, sequence) pairs whose Q and dO (every q head of the
-    // GQA group) fit in 16 MiB together, a third of the H100's L2 (backward_tile): +1-3% causal
-    // backward. Elsewhere every key block costs the same and bands of 1 pair keep all of one
-    // head's CTAs in flight together on its Q and dO (banded: -6% at hd64 S2k; bench/results/
-    // fa3-backward-2026-11-25/).
-    const int pairs = p.heads_kv * p.batch;
-    int band = 1;
-    if (p.window_right >= 0 && p.window_left < 0) {
-      const int64_t pair_bytes = int64_t(p.seqlen_q) * (p.heads_q / p.heads_kv) * HD * 2 * sizeof(T);
-      band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
-    }
-    const int64_t ctas = int64_t(ceil_div(p.seqlen_k, C::kBN)) * pairs;
+    const int band = hopper::backward_band(p, HD, sizeof(T));  // backward_tile's bands
+    const int64_t ctas = int64_t(ceil_div(p.seqlen_k, C::kBN)) * p.heads_kv * p.batch;
     if (ctas > INT32_MAX) return cudaErrorInvalidConfiguration;
     kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.dout,
                                                                        typename Policy::Params{}, band);

@@ -104,7 +104,7 @@ struct Calls {
       sdk::require_workspace(e, kForwardWorkspace, 0);
       p.tile_counter = static_cast<int32_t*>(e.workspace);
     }
-    const Layout l = layout(d, a.q, a.k);
+    const hopper::CallLayout l = hopper::call_layout(d, a.q, a.k);
     // The maps span the call's head_dim; a padded kernel's boxes read zeros past it.
     HeadDims::dispatch(forward_kernel_dim(d.head_dim), [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
@@ -129,7 +129,7 @@ struct Calls {
     }
     const cudaStream_t stream = static_cast<cudaStream_t>(e.stream);
     if (BackwardWorkspace::nothing_to_differentiate(p, stream, what)) return;
-    const Layout l = layout(d, a.q, a.k);
+    const hopper::CallLayout l = hopper::call_layout(d, a.q, a.k);
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
       if constexpr (BackwardTiles<HD>::kExists) {
@@ -159,31 +159,6 @@ struct Calls {
   static size_t semaphore_bytes(const attnrt_attention_desc& d) {
     constexpr size_t kRows = std::min(BackwardTiles<64>::kBM, BackwardTiles<128>::kBM);
     return size_t(d.batch) * size_t(d.heads_q) * ((size_t(d.seqlen_q) + kRows - 1) / kRows) * sizeof(int32_t);
-  }
-
-  // Packed (varlen) tensors are one sequence of all rows to TMA; the kernels add each sequence's
-  // first row to their coordinates. A paged cache is num_pages sequences of page_size rows,
-  // which the forward's producer indexes through the block table.
-  struct Layout {
-    bool bf16;
-    int batch;
-    int64_t q_rows, k_rows;
-    int k_batch;
-    CUtensorMap map(const char* name, const TensorRef& t, const AttentionParams& p, int64_t rows, int heads, int hd,
-                    int box_rows, int map_batch = -1) const {
-      return hopper::make_tensor_map(name, t, bf16, rows, heads, map_batch < 0 ? batch : map_batch, hd, box_rows,
-                                     p.q.data);
-    }
-  };
-  static Layout layout(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k) {
-    const bool varlen = d.is_varlen != 0;
-    const int batch = varlen ? 1 : d.batch;
-    if (d.is_paged) {
-      return {d.dtype == ATTNRT_DTYPE_BF16, batch, varlen ? q->shape[0] : d.seqlen_q, d.page_size,
-              static_cast<int>(k->shape[0])};
-    }
-    return {d.dtype == ATTNRT_DTYPE_BF16, batch, varlen ? q->shape[0] : d.seqlen_q, varlen ? k->shape[0] : d.seqlen_k,
-            batch};
   }
 };
 

@@ -5,6 +5,8 @@
 #include "fa3_forward.cuh"
 #include "fa3_launch.hpp"
 
+#include <attnrt_cuda/hopper/l2_bands.hpp>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -38,9 +40,7 @@ cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStrea
   if (err != cudaSuccess) return err;
   int band = 1;
   if (claimed) {
-    const int pairs = p.heads_q * p.batch;
-    const int64_t pair_bytes = int64_t(p.seqlen_k) * HD * 2 * sizeof(T) / (p.heads_q / p.heads_kv);
-    band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+    band = hopper::forward_band(p, HD, sizeof(T));
     if ((err = cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream)) != cudaSuccess) return err;
   }
   kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v,

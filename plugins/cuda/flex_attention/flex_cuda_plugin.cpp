@@ -13,6 +13,7 @@
 #include <attnrt/validate.hpp>
 #include <attnrt_cuda/backward_workspace.hpp>
 #include <attnrt_cuda/cuda_check.hpp>
+#include <attnrt_cuda/hopper/l2_bands.hpp>
 #include <attnrt_cuda/hopper/tensor_map.hpp>
 #include <attnrt_cuda/make_params.hpp>
 #include <attnrt_kernels/flex/prelude_host.hpp>
@@ -120,7 +121,8 @@ class FlexAttentionCuda {
 
   // flash_attention_2's backward (FlashAttention-2, Algorithm 2) under the flex policy: D, then
   // one CTA per key block accumulating dK, dV and (atomically, in fp32) dQ over the query tiles
-  // the block mask does not skip, then dQ's conversion.
+  // the block mask does not skip, then dQ's conversion. On sm_90 the middle kernel is
+  // flash_attention_3's (hopper_dkdv) where the call can take it.
   void backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e) {
     const char* what = "flex_attention backward";
     if (const attnrt_flex_attention* f = sdk::flex_block(d);
@@ -139,12 +141,8 @@ class FlexAttentionCuda {
     sdk::require_workspace(e, workspace_size(d, true, 0), 0);
     cuda::BackwardWorkspace::bind(d, e, p);
     if (cuda::BackwardWorkspace::nothing_to_differentiate(p, stream(e), what)) return;
-    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d, true)) {
-      const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
-      hopper_backward(d, a, e, *m, *hm, x, p);
-      return;
-    }
-    const Dkdv path = dkdv_path(d, *m);
+    const std::shared_ptr<const HopperModule> hopper = hopper_module(d, true);
+    const Dkdv path = hopper ? Dkdv::kHopper : dkdv_path(d, *m);
     const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
     void* args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
     const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
@@ -155,7 +153,9 @@ class FlexAttentionCuda {
     }
     const BackwardShapes& s = m->backward;
     if (p.seqlen_k > 0) {
-      if (path == Dkdv::kWide) {
+      if (path == Dkdv::kHopper) {
+        hopper_dkdv(d, a, e, *hopper, x, p);
+      } else if (path == Dkdv::kWide) {
         set_smem(m->dkdv_wide, s.wide_smem, what);
         launch(m->dkdv_wide, dim3(ceil_div(p.seqlen_k, s.wide_bn), p.heads_kv, p.batch), s.wide_threads, s.wide_smem,
                args, e, what);
@@ -167,13 +167,14 @@ class FlexAttentionCuda {
         launch(m->dkdv_split_dk, grid, s.split_threads, s.split_dk_smem, args, e, what);
       }
     }
-    if (p.seqlen_q > 0) launch(m->dq_convert, rows, 128, 0, args, e, what);
+    // dq from the accumulator: the Hopper kernel's swizzled layout, or flash_attention_2's.
+    if (p.seqlen_q > 0) launch(hopper ? m->dq_convert_swizzled : m->dq_convert, rows, 128, 0, args, e, what);
   }
 
  private:
   static constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes; TMA's rows too
   static constexpr size_t kTileCounterBytes = 256;
-  enum class Dkdv { kWide, kSplit };
+  enum class Dkdv { kHopper, kWide, kSplit };
 
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
 
@@ -301,23 +302,18 @@ class FlexAttentionCuda {
     return m;
   }
 
-  // q, k, v (and dout) as TMA maps of boxes of `q_rows` queries and `k_rows` keys (fa3_calls.hpp's
-  // layout: packed tensors are one sequence of all rows).
+  // q, k, v (and dout, in a backward) as TMA maps of boxes of `q_rows` queries and `k_rows` keys.
   struct Maps {
     CUtensorMap q, k, v, dout;
   };
   static Maps tensor_maps(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k,
                           const cuda::AttentionParams& p, int q_rows, int k_rows) {
-    const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16, varlen = d.is_varlen != 0;
-    const int batch = varlen ? 1 : d.batch;
-    const int64_t q_len = varlen ? q->shape[0] : d.seqlen_q, k_len = varlen ? k->shape[0] : d.seqlen_k;
-    using cuda::hopper::make_tensor_map;
+    const cuda::hopper::CallLayout l = cuda::hopper::call_layout(d, q, k);
     Maps m;
-    m.q = make_tensor_map("q", p.q, bf16, q_len, p.heads_q, batch, d.head_dim, q_rows, p.q.data);
-    m.k = make_tensor_map("k", p.k, bf16, k_len, p.heads_kv, batch, d.head_dim, k_rows, p.q.data);
-    m.v = make_tensor_map("v", p.v, bf16, k_len, p.heads_kv, batch, d.head_dim, k_rows, p.q.data);
-    if (p.dout.data)
-      m.dout = make_tensor_map("dout", p.dout, bf16, q_len, p.heads_q, batch, d.head_dim, q_rows, p.q.data);
+    m.q = l.map("q", p.q, p, l.q_rows, p.heads_q, d.head_dim, q_rows);
+    m.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, k_rows);
+    m.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, k_rows);
+    if (p.dout.data) m.dout = l.map("dout", p.dout, p, l.q_rows, p.heads_q, d.head_dim, q_rows);
     return m;
   }
 
@@ -335,47 +331,26 @@ class FlexAttentionCuda {
     int sms = 0;
     check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id), what);
     const int ctas = static_cast<int>(std::min<int64_t>(tiles, sms));
-    const int pairs = p.heads_q * p.batch;
-    const int64_t pair_bytes = int64_t(p.seqlen_k) * d.head_dim * 2 * 2 / (p.heads_q / p.heads_kv);
-    int band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
+    int band = cuda::hopper::forward_band(p, d.head_dim, 2);
     check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
     set_smem(m.kernel, m.smem, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
     launch(m.kernel, dim3(ctas), m.threads, m.smem, args, e, what);
   }
 
-  // flash_attention_3's backward (fa3_backward.cuh) under the flex policy: one CTA per 128 keys of
-  // a (kv head, sequence) pair, dK and dV in registers, dQ added to the fp32 accumulator by bulk
-  // reductions; D before it and dq's conversion from the accumulator's swizzled layout after it are
-  // the flash_attention_2 module's kernels. p's workspace is bound (BackwardWorkspace).
-  void hopper_backward(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e,
-                       const KernelModule& fa2, const HopperModule& m, const attnrt_flex::KernelParams& x,
-                       cuda::AttentionParams& p) const {
+  // flash_attention_3's dK/dV/dQ kernel (fa3_backward.cuh) under the flex policy, between
+  // backward()'s D and its dq conversion: one CTA per 128 keys of a (kv head, sequence) pair, dK and
+  // dV in registers, dQ added to the fp32 accumulator (bound in p) by bulk reductions.
+  void hopper_dkdv(const attnrt_attention_desc& d, const attnrt_backward_args& a, const attnrt_exec& e,
+                   const HopperModule& m, const attnrt_flex::KernelParams& x, cuda::AttentionParams& p) const {
     const char* what = "flex_attention backward (Hopper)";
-    void* row_args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
-    const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
-    if (p.seqlen_q > 0) {
-      launch(fa2.softmax_d, rows, 128, 0, row_args, e, what);
-      const size_t lse_rows = size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * p.seqlen_q);
-      check_cuda(cudaMemsetAsync(p.dq_accum, 0, lse_rows * d.head_dim * sizeof(float), stream(e)), what);
-    }
-    if (p.seqlen_k > 0) {
-      Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
-      const int pairs = p.heads_kv * p.batch;
-      // Bands of pairs whose Q and dO fit in 16 MiB of L2 under the descriptor's causal mask, as
-      // flash_attention_3 launches it (fa3_backward_launch.cuh); one pair a band elsewhere.
-      int band = 1;
-      if (p.window_right >= 0 && p.window_left < 0) {
-        const int64_t pair_bytes = int64_t(p.seqlen_q) * (p.heads_q / p.heads_kv) * d.head_dim * 2 * 2;
-        band = static_cast<int>(std::clamp<int64_t>((int64_t(16) << 20) / std::max<int64_t>(pair_bytes, 1), 1, pairs));
-      }
-      const int64_t ctas = int64_t(ceil_div(p.seqlen_k, m.bn)) * pairs;
-      if (ctas > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 CTAs");
-      set_smem(m.kernel, m.smem, what);
-      void* args[] = {&p, &maps.q, &maps.k, &maps.v, &maps.dout, const_cast<attnrt_flex::KernelParams*>(&x), &band};
-      launch(m.kernel, dim3(static_cast<unsigned>(ctas)), m.threads, m.smem, args, e, what);
-    }
-    if (p.seqlen_q > 0) launch(fa2.dq_convert_swizzled, rows, 128, 0, row_args, e, what);
+    Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
+    int band = cuda::hopper::backward_band(p, d.head_dim, 2);
+    const int64_t ctas = int64_t(ceil_div(p.seqlen_k, m.bn)) * p.heads_kv * p.batch;
+    if (ctas > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 CTAs");
+    set_smem(m.kernel, m.smem, what);
+    void* args[] = {&p, &maps.q, &maps.k, &maps.v, &maps.dout, const_cast<attnrt_flex::KernelParams*>(&x), &band};
+    launch(m.kernel, dim3(static_cast<unsigned>(ctas)), m.threads, m.smem, args, e, what);
   }
 
   static size_t states_bytes(const attnrt_attention_desc& d) {

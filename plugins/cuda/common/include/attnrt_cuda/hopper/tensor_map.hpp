@@ -58,4 +58,29 @@ inline CUtensorMap make_tensor_map(const char* name, const TensorRef& t, bool bf
   return map;
 }
 
+// A call's q/k/v-like tensors as TMA sees them. Packed (varlen) tensors are one sequence of all
+// rows; the kernels add each sequence's first row to their coordinates. A paged cache is
+// num_pages sequences of page_size rows, which a forward's producer indexes through the block
+// table.
+struct CallLayout {
+  bool bf16;
+  int batch;
+  int64_t q_rows, k_rows;
+  int k_batch;
+  // `t`'s map (heads and head_dim its own) of boxes of `box_rows` rows; map_batch: k_batch for
+  // the cache of a paged call, else the call's batch.
+  CUtensorMap map(const char* name, const TensorRef& t, const AttentionParams& p, int64_t rows, int heads, int hd,
+                  int box_rows, int map_batch = -1) const {
+    return make_tensor_map(name, t, bf16, rows, heads, map_batch < 0 ? batch : map_batch, hd, box_rows, p.q.data);
+  }
+};
+
+inline CallLayout call_layout(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k) {
+  const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16, varlen = d.is_varlen != 0;
+  const int batch = varlen ? 1 : d.batch;
+  const int64_t q_rows = varlen ? q->shape[0] : d.seqlen_q;
+  if (d.is_paged) return {bf16, batch, q_rows, d.page_size, static_cast<int>(k->shape[0])};
+  return {bf16, batch, q_rows, varlen ? k->shape[0] : d.seqlen_k, batch};
+}
+
 }  // namespace attnrt::cuda::hopper
