@@ -3,10 +3,12 @@
 // The user's mods are compiled with the system C++ compiler (flex/host_compiler.hpp) from the same
 // translation unit the CUDA plugin gives NVRTC (kernels/flex/mods.hpp), and applied to each
 // score by eager's loops (the readable path; flex/eval.hpp). Without a flex block it is eager.
+// create_block_mask (ABI 1.4) evaluates the same compiled mask_mod (flex/block_mask.hpp).
 #include "../eager/eager_kernels.hpp"
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
+#include <attnrt_kernels/flex/block_mask.hpp>
 #include <attnrt_kernels/flex/eval.hpp>
 #include <attnrt_kernels/flex/host_compiler.hpp>
 #include <attnrt_kernels/reference_capabilities.hpp>
@@ -23,16 +25,16 @@ constexpr int32_t kMaxHeadDim = 1024;
 class FlexAttentionCpu {
  public:
   static constexpr const char* kName = "flex_attention";
-  static constexpr const char* kVersion = "0.1.0";
+  static constexpr const char* kVersion = "0.2.0";
   static constexpr const char* kDescription =
       "PyTorch FlexAttention's score_mod / mask_mod / block mask on the CPU (mods compiled by the system C++ "
       "compiler; reference speed)";
   static constexpr uint32_t kExtensions[] = {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION};
-  static constexpr attnrt_capabilities kCapabilities =
-      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CPU,
-                         .dtypes = kernels::kReferenceDtypes,
-                         .features = kernels::kReferenceFeatures | ATTNRT_FEATURE_FLEX_ATTENTION,
-                         .max_head_dim = kMaxHeadDim});
+  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
+      {.devices = ATTNRT_DEVICE_BIT_CPU,
+       .dtypes = kernels::kReferenceDtypes,
+       .features = kernels::kReferenceFeatures | ATTNRT_FEATURE_FLEX_ATTENTION | ATTNRT_FEATURE_CREATE_BLOCK_MASK,
+       .max_head_dim = kMaxHeadDim});
 
   FlexAttentionCpu() : compiler_(kVersion) {}
 
@@ -83,6 +85,13 @@ class FlexAttentionCpu {
     p.flex = eval.get();
     eager::backward(p, static_cast<float*>(e.workspace), threads);
     if (eval) eval->check_reads();
+  }
+
+  // PyTorch's create_block_mask with the call's compiled mask_mod (flex/block_mask.hpp).
+  void create_block_mask(const attnrt_attention_desc& d, const attnrt_block_mask_args& a, const attnrt_exec& e) {
+    const std::unique_ptr<kernels::flex::Eval> eval = make_eval(d);
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    kernels::flex::create_block_mask(*eval, f->mask_mod && *f->mask_mod, d, a, kernels::resolve_threads(e.num_threads));
   }
 
  private:

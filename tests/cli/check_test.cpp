@@ -82,7 +82,7 @@ TEST(Check, WrongAbiMajor) {
   const auto r = run_cli("check " + (fixtures() / "broken/libattnrt_abi2.so").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(line_of(r.output, "load"), " FAIL ")) << r.output;
-  EXPECT_TRUE(contains(r.output, "plugin ABI version 2.3 is incompatible with this runtime's ABI 1.3")) << r.output;
+  EXPECT_TRUE(contains(r.output, "plugin ABI version 2.3 is incompatible with this runtime's ABI 1.4")) << r.output;
 }
 
 TEST(Check, MissingEntrySymbol) {

@@ -98,7 +98,7 @@ TEST(Cli, OtherAbiMajorIsRefusedNamingBothVersions) {
   const std::string so = (test::fixtures() / "broken/libattnrt_abi2.so").string();
   const auto r = run_cli("resolve configs/examples/strict_flash.yaml attn_implementation=" + so);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "plugin ABI version 2.3 is incompatible with this runtime's ABI 1.3")) << r.output;
+  EXPECT_TRUE(contains(r.output, "plugin ABI version 2.3 is incompatible with this runtime's ABI 1.4")) << r.output;
 }
 
 TEST(Cli, StrictWithAnUnavailableBackendListsEveryReason) {

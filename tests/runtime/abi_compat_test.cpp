@@ -87,7 +87,7 @@ TEST(AbiCompat, OldHeaderPluginLoadsAsVersion10) {
   EXPECT_EQ(lib->name(), "c_reference_v1_0");
   EXPECT_EQ(lib->abi_version(), "1.0");
   EXPECT_EQ(lib->api().struct_size, size_t{ATTNRT_PLUGIN_API_SIZE_V1_0});
-  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.3") << "the same source, built against 1.3";
+  EXPECT_EQ(PluginLibrary::open(new_c_plugin())->abi_version(), "1.4") << "the same source, built against 1.4";
 }
 
 TEST(AbiCompat, OldHeaderPluginComputesWhatTheNewBuildAndTheReferenceCompute) {
@@ -132,14 +132,14 @@ TEST(AbiCompat, OldHeaderPluginIsRefusedAnyExtensionByTheHost) {
 }
 
 TEST(AbiCompat, AnAttnrtTypeNewerThanThePluginIsNotSentToIt) {
-  // Type 7 is in attnrt's own range but defined by no minor up to 1.3: a 1.3 plugin cannot know
+  // Type 7 is in attnrt's own range but defined by no minor up to 1.4: a 1.4 plugin cannot know
   // it, optional or not.
   Backend backend(PluginLibrary::open(new_c_plugin()));
   Workload w = small_workload();
   const attnrt_extension block{sizeof(attnrt_extension), 7, ATTNRT_EXTENSION_OPTIONAL, nullptr};
   w.desc.extensions = &block;
   EXPECT_EQ(backend.unsupported_reason(w.desc),
-            "built against ABI 1.3; extension type 7 (not defined in ABI 1.3) needs ABI 1.4");
+            "built against ABI 1.4; extension type 7 (not defined in ABI 1.4) needs ABI 1.5");
 }
 
 TEST(AbiCompat, BackwardIsGatedToo) {
@@ -160,7 +160,7 @@ TEST(AbiCompat, BackwardIsGatedToo) {
   b.desc.extensions = &block;
   EXPECT_EQ(
       error_of([&] { eager.backward(b.desc, b.backward_args(), 1); }),
-      "unsupported|eager: backward: built against ABI 1.3; extension type 7 (not defined in ABI 1.3) needs ABI 1.4");
+      "unsupported|eager: backward: built against ABI 1.4; extension type 7 (not defined in ABI 1.4) needs ABI 1.5");
   EXPECT_TRUE(std::isnan(b.dq.data_as<float>()[0])) << "nothing computed";
 }
 
@@ -184,9 +184,29 @@ TEST(AbiCompat, OldPluginIsNeverSentPagedVarlenQueriesOrAnAppend) {
   Backend new_backend(PluginLibrary::open(new_c_plugin()));
   EXPECT_FALSE(new_backend.has_append_kv());
   EXPECT_EQ(error_of([&] { new_backend.append_kv(w.desc, a, exec); }),
-            "unsupported|c_reference: append_kv: the plugin implements no KV-cache append");
+            "unsupported|c_reference: append_kv: the plugin does not implement it");
   // The 1.2 reference plugins have one.
   EXPECT_TRUE(Backend(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so")).has_append_kv());
+}
+
+// ---------------------------------------------------------------- ABI 1.4 additions
+
+TEST(AbiCompat, CreateBlockMaskIsRefusedByPluginsWithoutIt) {
+  Workload w = small_workload();
+  attnrt_block_mask_args a{};
+  a.struct_size = sizeof a;
+  const attnrt_exec exec{sizeof exec, nullptr, nullptr, 0, 1};
+  Backend old_backend(PluginLibrary::open(old_plugin()));
+  EXPECT_FALSE(old_backend.has_create_block_mask());
+  EXPECT_EQ(error_of([&] { old_backend.create_block_mask(w.desc, a, exec); }),
+            "unsupported|c_reference_v1_0: create_block_mask: built against ABI 1.0; create_block_mask needs ABI 1.4");
+  Backend new_backend(PluginLibrary::open(new_c_plugin()));
+  EXPECT_FALSE(new_backend.has_create_block_mask());
+  EXPECT_EQ(error_of([&] { new_backend.create_block_mask(w.desc, a, exec); }),
+            "unsupported|c_reference: create_block_mask: the plugin does not implement it");
+  EXPECT_FALSE(Backend(PluginLibrary::open(test::plugins_dir() / "eager/libattnrt_eager.so")).has_create_block_mask());
+  EXPECT_TRUE(Backend(PluginLibrary::open(test::plugins_dir() / "flex_attention/libattnrt_flex_attention.so"))
+                  .has_create_block_mask());
 }
 
 // ---------------------------------------------------------------- 1.1 plugins
@@ -214,7 +234,7 @@ void expect_unknown_extensions_handled(const std::filesystem::path& lib, const s
 
 TEST(AbiCompat, CxxHelperPluginRefusesRequiredAndIgnoresOptionalUnknownExtensions) {
   const auto eager = test::plugins_dir() / "eager/libattnrt_eager.so";
-  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.3");
+  ASSERT_EQ(PluginLibrary::open(eager)->abi_version(), "1.4");
   expect_unknown_extensions_handled(eager,
                                     "vendor extension 0xa77e00ff is required (not flagged "
                                     "ATTNRT_EXTENSION_OPTIONAL) and this plugin does not implement it");
@@ -409,6 +429,28 @@ TEST(AbiCheck, FlexIsCheckedWhereAdvertisedAndRefusedElsewhere) {
   ASSERT_TRUE(old.count("flex"));
   EXPECT_EQ(old.at("flex").first, "SKIP");
   EXPECT_TRUE(contains(old.at("flex").second, "built against ABI 1.0")) << old.at("flex").second;
+}
+
+TEST(AbiCheck, BlockMaskIsCheckedWhereAdvertised) {
+  int rc = -1;
+  const auto flex = check_results(test::plugins_dir() / "flex_attention", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_TRUE(flex.count("block-mask"));
+  EXPECT_EQ(flex.at("block-mask").first, "PASS") << flex.at("block-mask").second;
+  const auto eager = check_results(test::plugins_dir() / "eager", &rc);
+  ASSERT_TRUE(eager.count("block-mask"));
+  EXPECT_EQ(eager.at("block-mask").first, "SKIP");
+  EXPECT_TRUE(contains(eager.at("block-mask").second, "does not advertise")) << eager.at("block-mask").second;
+  const auto old = check_results(old_plugin().parent_path(), &rc);
+  EXPECT_EQ(old.at("block-mask").first, "SKIP");
+  EXPECT_TRUE(contains(old.at("block-mask").second, "built against ABI 1.0")) << old.at("block-mask").second;
+  // A plugin whose lists are not what mask_mod gives fails, naming the list and the row.
+  const auto liar = check_results(fixtures() / "flawed/block_mask_liar", &rc);
+  EXPECT_NE(rc, 0);
+  ASSERT_TRUE(liar.count("block-mask"));
+  EXPECT_EQ(liar.at("block-mask").first, "FAIL");
+  EXPECT_TRUE(contains(liar.at("block-mask").second, "kv_num_blocks of (b, h) #0 row 0"))
+      << liar.at("block-mask").second;
 }
 
 TEST(AbiCheck, Abi11PluginsPassTheExtensionsCheck) {

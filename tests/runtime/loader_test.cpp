@@ -28,7 +28,7 @@ TEST(Loader, LoadsAPlainCPlugin) {
   auto lib = PluginLibrary::open(fixtures() / "plugins/c_reference/libattnrt_c_reference.so");
   EXPECT_EQ(lib->name(), "c_reference");
   EXPECT_EQ(lib->version(), "0.1.0");
-  EXPECT_EQ(lib->abi_version(), "1.3");
+  EXPECT_EQ(lib->abi_version(), "1.4");
   EXPECT_EQ(describe_features(lib->capabilities().features), "gqa, causal, varlen, lse, deterministic");
   EXPECT_EQ(lib->api().backward, nullptr);
 }
@@ -40,7 +40,7 @@ TEST(Loader, MissingEntrySymbol) {
 
 TEST(Loader, OtherAbiMajorNamesBothVersions) {
   const std::string e = load_error(fixtures() / "broken/libattnrt_abi2.so");
-  EXPECT_NE(e.find("plugin ABI version 2.3 is incompatible with this runtime's ABI 1.3"), std::string::npos) << e;
+  EXPECT_NE(e.find("plugin ABI version 2.3 is incompatible with this runtime's ABI 1.4"), std::string::npos) << e;
 }
 
 TEST(Loader, NotASharedLibrary) {

@@ -25,6 +25,8 @@ size_t attnrt_test_c_layout(int which) {
     case 15: return ATTNRT_ABI_VERSION_MINOR;
     case 16: return sizeof(attnrt_flex_attention);
     case 17: return offsetof(attnrt_flex_attention, kv_num_blocks);
+    case 18: return sizeof(attnrt_block_mask_args);
+    case 19: return offsetof(attnrt_plugin_api, create_block_mask);
     default: return 0;
   }
 }

@@ -38,7 +38,7 @@ TEST(AbiLayout, Version1Sizes) {
   EXPECT_EQ(sizeof(attnrt_forward_args), 96u);
   EXPECT_EQ(sizeof(attnrt_backward_args), 136u);
   EXPECT_EQ(sizeof(attnrt_host_info), 32u);
-  EXPECT_EQ(sizeof(attnrt_plugin_api), 104u);  // 1.0: 96, 1.2: + append_kv
+  EXPECT_EQ(sizeof(attnrt_plugin_api), 112u);  // 1.0: 96, 1.2: + append_kv, 1.4: + create_block_mask
 }
 
 TEST(AbiLayout, Version1Offsets) {
@@ -74,6 +74,8 @@ TEST(AbiLayout, CAndCxxAgree) {
   EXPECT_EQ(attnrt_test_c_layout(15), static_cast<size_t>(ATTNRT_ABI_VERSION_MINOR));
   EXPECT_EQ(attnrt_test_c_layout(16), sizeof(attnrt_flex_attention));
   EXPECT_EQ(attnrt_test_c_layout(17), offsetof(attnrt_flex_attention, kv_num_blocks));
+  EXPECT_EQ(attnrt_test_c_layout(18), sizeof(attnrt_block_mask_args));
+  EXPECT_EQ(attnrt_test_c_layout(19), offsetof(attnrt_plugin_api, create_block_mask));
 }
 
 TEST(AbiLayout, HasFieldReadsStructSize) {
@@ -85,9 +87,9 @@ TEST(AbiLayout, HasFieldReadsStructSize) {
 
 // ---------------------------------------------------------------- ABI 1.1
 
-TEST(AbiLayout, VersionIsOnePointThree) {
+TEST(AbiLayout, VersionIsOnePointFour) {
   EXPECT_EQ(ATTNRT_ABI_VERSION_MAJOR, 1);
-  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 3);
+  EXPECT_EQ(ATTNRT_ABI_VERSION_MINOR, 4);
 }
 
 TEST(AbiLayout, NamedSizesPerVersion) {
@@ -123,9 +125,17 @@ TEST(AbiLayout, NamedSizesPerVersion) {
   EXPECT_EQ(offsetof(attnrt_flex_attention, kv_num_blocks), 88u);
   EXPECT_EQ(static_cast<uint32_t>(ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION), 1u);
   EXPECT_EQ(ATTNRT_FEATURE_FLEX_ATTENTION, 1ull << 15);
+  // 1.4: the function table's create_block_mask, attnrt_block_mask_args
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_4, 112u);
+  EXPECT_EQ(offsetof(attnrt_plugin_api, create_block_mask), 104u);
+  EXPECT_EQ(ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4, 72u);
+  EXPECT_EQ(ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4, sizeof(attnrt_block_mask_args));
+  EXPECT_EQ(offsetof(attnrt_block_mask_args, kv_num_blocks), 8u);
+  EXPECT_EQ(offsetof(attnrt_block_mask_args, q_num_blocks), 40u);
+  EXPECT_EQ(ATTNRT_FEATURE_CREATE_BLOCK_MASK, 1ull << 16);
   // The newest size of each struct is its sizeof: nothing was added without a named size.
   EXPECT_EQ(ATTNRT_ATTENTION_DESC_SIZE_V1_1, sizeof(attnrt_attention_desc));
-  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_2, sizeof(attnrt_plugin_api));
+  EXPECT_EQ(ATTNRT_PLUGIN_API_SIZE_V1_4, sizeof(attnrt_plugin_api));
   EXPECT_EQ(ATTNRT_CAPABILITIES_SIZE_V1_0, sizeof(attnrt_capabilities));
   EXPECT_EQ(ATTNRT_FORWARD_ARGS_SIZE_V1_0, sizeof(attnrt_forward_args));
   EXPECT_EQ(ATTNRT_BACKWARD_ARGS_SIZE_V1_0, sizeof(attnrt_backward_args));

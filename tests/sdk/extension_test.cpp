@@ -127,11 +127,11 @@ TEST(ExtensionChain, TooSmallAndReservedBlocksAreInvalidArguments) {
 TEST(ExtensionTypes, MinorsAndNames) {
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0x80000000u), 1u) << "vendor types need the mechanism: 1.1";
   EXPECT_EQ(attnrt::sdk::extension_abi_minor(0xFFFFFFFFu), 1u);
-  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 4u) << "an attnrt type this header does not define is newer than 1.3";
+  EXPECT_EQ(attnrt::sdk::extension_abi_minor(7), 5u) << "an attnrt type this header does not define is newer than 1.4";
   EXPECT_EQ(attnrt::sdk::standard_extension(7), nullptr);
   EXPECT_EQ(attnrt::sdk::standard_extension(0), nullptr) << "type 0 is reserved, never a real type";
   EXPECT_EQ(attnrt::sdk::extension_name(0x80000001u), "vendor extension 0x80000001");
-  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.3)");
+  EXPECT_EQ(attnrt::sdk::extension_name(7), "extension type 7 (not defined in ABI 1.4)");
   // The table: reserved type 0, and flex_attention's block (ABI 1.3), the first real type.
   ASSERT_EQ(std::size(attnrt::sdk::kStandardExtensions), 2u);
   EXPECT_EQ(attnrt::sdk::kStandardExtensions[0].type, 0u);
@@ -240,9 +240,9 @@ class Adapter : public ::testing::Test {
 using AdapterPlain = Adapter<Plain>;
 using AdapterWithVendorA = Adapter<WithVendorA>;
 
-TEST_F(AdapterPlain, ReportsAbi13) {
+TEST_F(AdapterPlain, ReportsAbi14) {
   EXPECT_EQ(api_->abi_major, 1u);
-  EXPECT_EQ(api_->abi_minor, 3u);
+  EXPECT_EQ(api_->abi_minor, 4u);
 }
 
 TEST_F(AdapterPlain, RefusesARequiredBlockItDoesNotDeclareBeforeTheClassSeesIt) {

@@ -288,6 +288,23 @@ ATTNRT_HOST_API attnrt_status attnrt_ring_backward(attnrt_ring* ring, const attn
 ATTNRT_HOST_API attnrt_status attnrt_backend_context_parallel(const attnrt_backend_handle* backend, int32_t* size,
                                                               attnrt_ring_layout* layout, attnrt_message* error);
 
+/* ---- Appended for flex_attention's block masks (issue 15, plugin ABI 1.4).
+ * PyTorch's create_block_mask on the backend's device: evaluates the mask_mod of the flex block on
+ * desc's extension chain on every (q_idx, kv_idx) pair of every q_block_size x kv_block_size block
+ * and writes the BlockMask's tensors (plugin_abi.h's attnrt_block_mask_args: kv_num_blocks and
+ * kv_indices required, full_kv_*, q_* and full_q_* optional; int32 on desc->device; a leading
+ * extent of 1 broadcasts over sequences or heads). The flex block's own block-mask tensors must be
+ * NULL; fill them with these outputs for the attention calls. Runs on exec->stream (no workspace),
+ * asynchronously for CUDA: no allocation or sync, so it can run when the mask changes (per batch
+ * of documents) without stalling the stream. Errors: ATTNRT_ERROR_UNSUPPORTED when the backend's
+ * plugin has none ("built against ABI 1.3; create_block_mask needs ABI 1.4") or cannot run desc;
+ * ATTNRT_ERROR_INVALID_ARGUMENT naming the tensor or field; a mask_mod that does not compile,
+ * ATTNRT_ERROR_INVALID_ARGUMENT with the compiler's log. */
+ATTNRT_HOST_API attnrt_status attnrt_backend_create_block_mask(attnrt_backend_handle* backend,
+                                                               const attnrt_attention_desc* desc,
+                                                               const attnrt_block_mask_args* args,
+                                                               const attnrt_exec* exec, attnrt_message* error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

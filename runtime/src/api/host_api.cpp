@@ -156,6 +156,19 @@ attnrt_status attnrt_backend_append_kv(attnrt_backend_handle* backend, const att
   return guard(error, [&] { backend->backend->append_kv(*desc, *args, *exec); });
 }
 
+attnrt_status attnrt_backend_create_block_mask(attnrt_backend_handle* backend, const attnrt_attention_desc* desc,
+                                               const attnrt_block_mask_args* args, const attnrt_exec* exec,
+                                               attnrt_message* error) {
+  if (!backend || !desc || !args || !exec) {
+    return null_argument(error, "attnrt_backend_create_block_mask",
+                         !backend ? "backend"
+                         : !desc  ? "desc"
+                         : !args  ? "args"
+                                  : "exec");
+  }
+  return guard(error, [&] { backend->backend->create_block_mask(*desc, *args, *exec); });
+}
+
 attnrt_status attnrt_set_log_callback(attnrt_log_fn fn, void* user_data, attnrt_log_level min_level) {
   const int level = static_cast<int>(min_level);
   if (level < ATTNRT_LOG_DEBUG || level > ATTNRT_LOG_ERROR) return ATTNRT_ERROR_INVALID_ARGUMENT;

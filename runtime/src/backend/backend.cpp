@@ -259,30 +259,58 @@ bool Backend::has_append_kv() const {
   return api.abi_minor >= 2 && ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv) && api.append_kv != nullptr;
 }
 
+attnrt_exec Backend::appended_entry_exec(const char* what, uint32_t minor, bool has_field, bool entry_set,
+                                         const attnrt_exec& exec) const {
+  const attnrt_plugin_api& api = library_->api();
+  if (api.abi_minor < minor || !has_field) {
+    throw Error(ATTNRT_ERROR_UNSUPPORTED,
+                fmt::format("{}: {}: built against ABI {}.{}; {} needs ABI {}.{}", name(), what,
+                            ATTNRT_ABI_VERSION_MAJOR, api.abi_minor, what, ATTNRT_ABI_VERSION_MAJOR, minor));
+  }
+  if (!entry_set)
+    throw Error(ATTNRT_ERROR_UNSUPPORTED, fmt::format("{}: {}: the plugin does not implement it", name(), what));
+  if (exec.struct_size < ATTNRT_EXEC_SIZE_V1_0) {
+    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}: exec.struct_size {} < {} (attnrt_exec of ABI 1.0)",
+                                                           name(), what, exec.struct_size, ATTNRT_EXEC_SIZE_V1_0));
+  }
+  return attnrt_exec{sizeof(attnrt_exec), exec.stream, exec.workspace, exec.workspace_size, exec.num_threads};
+}
+
 void Backend::append_kv(const attnrt_attention_desc& desc, const attnrt_append_kv_args& args, const attnrt_exec& exec) {
   const attnrt_plugin_api& api = library_->api();
-  if (api.abi_minor < 2 || !ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv)) {
-    throw Error(ATTNRT_ERROR_UNSUPPORTED,
-                fmt::format("{}: append_kv: built against ABI {}.{}; append_kv needs ABI {}.2", name(),
-                            ATTNRT_ABI_VERSION_MAJOR, api.abi_minor, ATTNRT_ABI_VERSION_MAJOR));
-  }
-  if (api.append_kv == nullptr) {
-    throw Error(ATTNRT_ERROR_UNSUPPORTED, name() + ": append_kv: the plugin implements no KV-cache append");
-  }
-  if (exec.struct_size < ATTNRT_EXEC_SIZE_V1_0) {
-    throw Error(ATTNRT_ERROR_INVALID_ARGUMENT,
-                fmt::format("{}: append_kv: exec.struct_size {} < {} (attnrt_exec of ABI 1.0)", name(),
-                            exec.struct_size, ATTNRT_EXEC_SIZE_V1_0));
-  }
+  const bool has_field = ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, append_kv);
+  const attnrt_exec e = appended_entry_exec("append_kv", 2, has_field, has_field && api.append_kv, exec);
   try {
     sdk::check_append_kv(desc, args);
-  } catch (const sdk::Error& e) {
-    throw Error(e.status(), name() + ": append_kv: " + e.what());
+  } catch (const sdk::Error& err) {
+    throw Error(err.status(), name() + ": append_kv: " + err.what());
   }
-  const attnrt_exec e{sizeof(attnrt_exec), exec.stream, exec.workspace, exec.workspace_size, exec.num_threads};
   MessageBuffer err;
   const attnrt_status status = api.append_kv(instance_, &desc, &args, &e, err.get());
   if (status != ATTNRT_OK) fail("append_kv", status, err.text());
+}
+
+bool Backend::has_create_block_mask() const {
+  const attnrt_plugin_api& api = library_->api();
+  return api.abi_minor >= 4 && ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, create_block_mask) &&
+         api.create_block_mask != nullptr;
+}
+
+void Backend::create_block_mask(const attnrt_attention_desc& desc, const attnrt_block_mask_args& args,
+                                const attnrt_exec& exec) {
+  const attnrt_plugin_api& api = library_->api();
+  const bool has_field = ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, create_block_mask);
+  const attnrt_exec e =
+      appended_entry_exec("create_block_mask", 4, has_field, has_field && api.create_block_mask, exec);
+  try {
+    sdk::check_block_mask_args(desc, args);
+  } catch (const sdk::Error& err) {
+    const std::string what = err.what();  // most name the call already
+    throw Error(err.status(), name() + (what.starts_with("create_block_mask") ? ": " : ": create_block_mask: ") + what);
+  }
+  MessageBuffer err;
+  const attnrt_status status = api.create_block_mask(instance_, &desc, &args, &e, err.get());
+  if (status != ATTNRT_OK) fail("create_block_mask", status, err.text());
 }
 
 }  // namespace attnrt

@@ -203,7 +203,8 @@ std::string describe_features(uint64_t bits) {
                                                            {ATTNRT_FEATURE_HEAD_DIM_V, "head_dim_v"},
                                                            {ATTNRT_FEATURE_APPEND_KV, "append_kv"},
                                                            {ATTNRT_FEATURE_PAGED_VARLEN_Q, "paged_varlen_q"},
-                                                           {ATTNRT_FEATURE_FLEX_ATTENTION, "flex_attention"}};
+                                                           {ATTNRT_FEATURE_FLEX_ATTENTION, "flex_attention"},
+                                                           {ATTNRT_FEATURE_CREATE_BLOCK_MASK, "create_block_mask"}};
   std::string s;
   for (const auto& [bit, name] : names) {
     if (bits & bit) s += (s.empty() ? "" : ", ") + std::string(name);

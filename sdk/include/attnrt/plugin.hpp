@@ -13,6 +13,9 @@
 //   void append_kv(const attnrt_attention_desc&, const attnrt_append_kv_args&, const attnrt_exec&);
 //                                     // optional (ABI 1.2): the KV-cache append; advertise
 //                                     // ATTNRT_FEATURE_APPEND_KV with it
+//   void create_block_mask(const attnrt_attention_desc&, const attnrt_block_mask_args&, const attnrt_exec&);
+//                                     // optional (ABI 1.4): a flex block mask from mask_mod;
+//                                     // advertise ATTNRT_FEATURE_CREATE_BLOCK_MASK with it
 //   static constexpr uint32_t kExtensions[] = {...};            // optional: extension types it
 //                                                               // implements (ABI 1.1)
 // and exports it with ATTNRT_DEFINE_PLUGIN(Class). Exceptions never cross the C boundary: an
@@ -92,6 +95,12 @@ template <class Plugin>
 concept HasAppendKv = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_append_kv_args& a,
                                const attnrt_exec& e) {
   p.append_kv(d, a, e);
+};
+
+template <class Plugin>
+concept HasCreateBlockMask = requires(Plugin p, const attnrt_attention_desc& d, const attnrt_block_mask_args& a,
+                                      const attnrt_exec& e) {
+  p.create_block_mask(d, a, e);
 };
 
 // Plugin's capabilities, from kCapabilities or capabilities(); built once.
@@ -223,6 +232,26 @@ struct PluginAdapter {
       self(instance)->append_kv(*desc, *args, *exec);
     });
   }
+
+  // ABI 1.4: validates the call (check_block_mask_args) and refuses a descriptor the plugin
+  // could not run (its extensions, the capabilities) before the class evaluates mask_mod: the
+  // mask is built for calls of this plugin.
+  static attnrt_status create_block_mask(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                                         const attnrt_block_mask_args* args, const attnrt_exec* exec,
+                                         attnrt_message* error) noexcept {
+    if (instance == nullptr || desc == nullptr || args == nullptr || exec == nullptr) {
+      write_message(error, "create_block_mask: instance, desc, args and exec must not be NULL");
+      return ATTNRT_ERROR_INVALID_ARGUMENT;
+    }
+    return guarded(error, [&] {
+      check_block_mask_args(*desc, *args);
+      if (std::string why = unimplemented_extension_reason(*desc, implemented_extensions<Plugin>()); !why.empty()) {
+        require_supported(why);
+      }
+      require_supported(capability_gap(plugin_capabilities<Plugin>(), *desc));
+      self(instance)->create_block_mask(*desc, *args, *exec);
+    });
+  }
 };
 
 // The static function table for Plugin; built once, on first use.
@@ -244,6 +273,7 @@ const attnrt_plugin_api* plugin_api() noexcept {
     a.forward = &PluginAdapter<Plugin>::forward;
     if constexpr (HasBackward<Plugin>) a.backward = &PluginAdapter<Plugin>::backward;
     if constexpr (HasAppendKv<Plugin>) a.append_kv = &PluginAdapter<Plugin>::append_kv;
+    if constexpr (HasCreateBlockMask<Plugin>) a.create_block_mask = &PluginAdapter<Plugin>::create_block_mask;
     return a;
   }();
   return &api;

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_VERSION_MAJOR 1
-#define ATTNRT_ABI_VERSION_MINOR 3
+#define ATTNRT_ABI_VERSION_MINOR 4
 
 /* The single symbol every plugin exports (all others hidden). Type: attnrt_plugin_entry_fn. */
 #define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_entry"
@@ -122,8 +122,11 @@ typedef enum attnrt_feature_bits {
   ATTNRT_FEATURE_PAGED_VARLEN_Q = 1ull << 14, /* is_paged with is_varlen: packed queries over a paged
                                                  cache (chunked prefill) */
   /* ---- ABI 1.3 */
-  ATTNRT_FEATURE_FLEX_ATTENTION = 1ull << 15 /* implements the flex_attention extension block
-                                                (score_mod, mask_mod, block mask) */
+  ATTNRT_FEATURE_FLEX_ATTENTION = 1ull << 15, /* implements the flex_attention extension block
+                                                 (score_mod, mask_mod, block mask) */
+  /* ---- ABI 1.4 */
+  ATTNRT_FEATURE_CREATE_BLOCK_MASK = 1ull << 16 /* implements create_block_mask (a flex block mask
+                                                   from mask_mod, on the call's device) */
 } attnrt_feature_bits;
 
 /* A plugin's static declaration of what it can do; owned by the plugin, valid while loaded. */
@@ -387,6 +390,36 @@ typedef struct attnrt_append_kv_args {
                                    k_cache's allocation through strides) */
 } attnrt_append_kv_args;
 
+/* ABI 1.4: the tensors create_block_mask writes (PyTorch's create_block_mask(mask_mod, B, H,
+ * Q_LEN, KV_LEN, BLOCK_SIZE), with the BlockMask's fields as plugin_abi.h's attnrt_flex_attention
+ * names them). The call's descriptor carries the flex block on its chain: its mask_mod, aux,
+ * scalars, q_block_size and kv_block_size are read; its own block-mask tensors must be NULL. Every
+ * pair (q_idx < seqlen_q, kv_idx < seqlen_k, top-left) of every block is evaluated; a block with
+ * no visible pair is skipped, one with only visible pairs is full, any other partial. All tensors
+ * are int32 on desc.device, with Bm = 1 or batch and Hm = 1 or heads_q (1: mask_mod is evaluated
+ * at b = 0 / h = 0 and the mask broadcasts, as PyTorch's B=None / H=None), the same in all of
+ * them; MQ = ceil(seqlen_q / q_block_size), MK = ceil(seqlen_k / kv_block_size):
+ *   kv_num_blocks [Bm, Hm, MQ], kv_indices [Bm, Hm, MQ, MK]       partial blocks, ascending
+ *   full_kv_num_blocks, full_kv_indices (the same shapes)        full blocks; NULL pair: the
+ *                                                                 full blocks are listed as partial
+ *   q_num_blocks [Bm, Hm, MK], q_indices [Bm, Hm, MK, MQ]         the transpose, for backward; NULL
+ *   full_q_num_blocks, full_q_indices (the same shapes)          pair: not written
+ * Entries of an index row past its count are 0. With varlen or paged descriptors, seqlen_q and
+ * seqlen_k are the longest sequence's: the mask is valid for every shorter one, whose kernels
+ * never visit blocks past its end (a block cut by the end stays as classified: a full block is
+ * full on its part, a partial one is evaluated). No mask_mod: every block is full. */
+typedef struct attnrt_block_mask_args {
+  size_t struct_size;
+  DLTensor* kv_num_blocks;      /* required */
+  DLTensor* kv_indices;         /* required */
+  DLTensor* full_kv_num_blocks; /* optional pair */
+  DLTensor* full_kv_indices;
+  DLTensor* q_num_blocks; /* optional pair */
+  DLTensor* q_indices;
+  DLTensor* full_q_num_blocks; /* optional pair */
+  DLTensor* full_q_indices;
+} attnrt_block_mask_args;
+
 /* Host services offered to a plugin instance. */
 typedef enum attnrt_log_level {
   ATTNRT_LOG_DEBUG = 0,
@@ -447,6 +480,14 @@ typedef struct attnrt_plugin_api {
    * advertise ATTNRT_FEATURE_APPEND_KV). */
   attnrt_status (*append_kv)(attnrt_instance* instance, const attnrt_attention_desc* desc,
                              const attnrt_append_kv_args* args, const attnrt_exec* exec, attnrt_message* error);
+
+  /* ---- ABI 1.4 (read only when ATTNRT_HAS_FIELD(api, attnrt_plugin_api, create_block_mask)) */
+  /* Builds a flex block mask from the mask_mod of desc's flex block (attnrt_block_mask_args),
+   * asynchronously on exec->stream for CUDA; needs no workspace (the outputs are its scratch).
+   * NULL when the plugin has none (and does not advertise ATTNRT_FEATURE_CREATE_BLOCK_MASK). */
+  attnrt_status (*create_block_mask)(attnrt_instance* instance, const attnrt_attention_desc* desc,
+                                     const attnrt_block_mask_args* args, const attnrt_exec* exec,
+                                     attnrt_message* error);
 } attnrt_plugin_api;
 
 /* The entry point: returns the plugin's static function table (never NULL for a valid plugin).
@@ -487,6 +528,10 @@ typedef const attnrt_plugin_api* (*attnrt_plugin_entry_fn)(uint32_t host_abi_maj
 /* ABI 1.3: the flex_attention extension block */
 #define ATTNRT_FLEX_ATTENTION_SIZE_V1_3 ATTNRT_STRUCT_SIZE(attnrt_flex_attention, full_q_indices)
 
+/* ABI 1.4: the function table's create_block_mask, and attnrt_block_mask_args */
+#define ATTNRT_PLUGIN_API_SIZE_V1_4 ATTNRT_STRUCT_SIZE(attnrt_plugin_api, create_block_mask)
+#define ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4 ATTNRT_STRUCT_SIZE(attnrt_block_mask_args, full_q_indices)
+
 /* ---------------------------------------------------------------- layout asserts */
 
 /* On every target: struct_size first, the function table's frozen head, appended fields after
@@ -507,6 +552,9 @@ ATTNRT_STATIC_ASSERT(offsetof(attnrt_attention_desc, extensions) >= ATTNRT_ATTEN
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, append_kv) >= ATTNRT_PLUGIN_API_SIZE_V1_0, plugin_api_v1_2_appended);
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_append_kv_args, struct_size) == 0, append_kv_args_struct_size_at_0);
 ATTNRT_STATIC_ASSERT(offsetof(attnrt_flex_attention, header) == 0, flex_attention_header_at_0);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_plugin_api, create_block_mask) >= ATTNRT_PLUGIN_API_SIZE_V1_2,
+                     plugin_api_v1_4_appended);
+ATTNRT_STATIC_ASSERT(offsetof(attnrt_block_mask_args, struct_size) == 0, block_mask_args_struct_size_at_0);
 
 /* On LP64 targets (8-byte pointers and size_t: x86-64, aarch64 Linux and macOS; also Win64),
  * the values themselves, which tests/sdk/abi_layout_test.cpp pins too. */
@@ -527,6 +575,8 @@ ATTNRT_STATIC_ASSERT(ATTNRT_ATTENTION_DESC_SIZE_V1_1 == 128, lp64_attention_desc
 ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_2 == 104, lp64_plugin_api_size_v1_2);
 ATTNRT_STATIC_ASSERT(ATTNRT_APPEND_KV_ARGS_SIZE_V1_2 == 48, lp64_append_kv_args_size_v1_2);
 ATTNRT_STATIC_ASSERT(ATTNRT_FLEX_ATTENTION_SIZE_V1_3 == 152, lp64_flex_attention_size_v1_3);
+ATTNRT_STATIC_ASSERT(ATTNRT_PLUGIN_API_SIZE_V1_4 == 112, lp64_plugin_api_size_v1_4);
+ATTNRT_STATIC_ASSERT(ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4 == 72, lp64_block_mask_args_size_v1_4);
 #endif
 
 #ifdef __cplusplus

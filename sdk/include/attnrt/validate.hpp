@@ -506,6 +506,52 @@ inline void check_append_kv(const attnrt_attention_desc& d, const attnrt_append_
   }
 }
 
+// Validates create_block_mask's call (ABI 1.4, attnrt_block_mask_args): the descriptor (check_desc)
+// carries a flex block with block sizes > 0 and no block mask of its own, and the outputs are
+// int32 on desc.device with the shapes plugin_abi.h gives, one Bm (1 or batch) and Hm (1 or
+// heads_q) for all, each pair given whole or not at all. Throws Error(INVALID_ARGUMENT) naming
+// the tensor or field.
+inline void check_block_mask_args(const attnrt_attention_desc& d, const attnrt_block_mask_args& a) {
+  check_desc(d);
+  if (a.struct_size < ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4) {
+    invalid("create_block_mask args: struct_size " + std::to_string(a.struct_size) + " is smaller than ABI 1.4's " +
+            std::to_string(ATTNRT_BLOCK_MASK_ARGS_SIZE_V1_4));
+  }
+  const attnrt_flex_attention* f = flex_block(d);
+  if (f == nullptr) {
+    invalid("create_block_mask: the descriptor carries no flex_attention block (the mask_mod to evaluate)");
+  }
+  if (f->kv_num_blocks || f->kv_indices || f->full_kv_num_blocks || f->full_kv_indices || f->q_num_blocks ||
+      f->q_indices || f->full_q_num_blocks || f->full_q_indices) {
+    invalid("create_block_mask: the flex_attention block's block-mask tensors must be NULL (the call builds them)");
+  }
+  if (f->q_block_size <= 0 || f->kv_block_size <= 0) {
+    invalid("create_block_mask: flex_attention.q_block_size and kv_block_size must be > 0, got " +
+            std::to_string(f->q_block_size) + " and " + std::to_string(f->kv_block_size));
+  }
+  const int64_t mq = detail::ceil_div(d.seqlen_q, f->q_block_size), mk = detail::ceil_div(d.seqlen_k, f->kv_block_size);
+  if (a.kv_num_blocks == nullptr || a.kv_indices == nullptr) {
+    invalid(std::string("create_block_mask: ") + (a.kv_num_blocks ? "kv_indices" : "kv_num_blocks") +
+            " is NULL (kv_num_blocks and kv_indices are required)");
+  }
+  detail::check_block_mask_tensor("kv_num_blocks", a.kv_num_blocks,
+                                  {detail::one_or(d.batch), detail::one_or(d.heads_q), mq}, d.device);
+  const int64_t bm = a.kv_num_blocks->shape[0], hm = a.kv_num_blocks->shape[1];
+  auto pair = [&](const char* num_name, const DLTensor* num, const char* idx_name, const DLTensor* idx, int64_t rows,
+                  int64_t width) {
+    if (num == nullptr && idx == nullptr) return;
+    if ((num == nullptr) != (idx == nullptr)) {
+      invalid(std::string("create_block_mask: ") + num_name + " and " + idx_name + " come together (one is NULL)");
+    }
+    check_tensor(num_name, num, {bm, hm, rows}, DLDataType{kDLInt, 32, 1}, d.device);
+    check_tensor(idx_name, idx, {bm, hm, rows, width}, DLDataType{kDLInt, 32, 1}, d.device);
+  };
+  pair("kv_num_blocks", a.kv_num_blocks, "kv_indices", a.kv_indices, mq, mk);
+  pair("full_kv_num_blocks", a.full_kv_num_blocks, "full_kv_indices", a.full_kv_indices, mq, mk);
+  pair("q_num_blocks", a.q_num_blocks, "q_indices", a.q_indices, mk, mq);
+  pair("full_q_num_blocks", a.full_q_num_blocks, "full_q_indices", a.full_q_indices, mk, mq);
+}
+
 // Throws Error(ATTNRT_ERROR_UNSUPPORTED, reason) unless reason is empty: what forward and
 // backward call with the support query's answer, so a call never computes something else.
 inline void require_supported(const std::string& reason) {

@@ -17,7 +17,7 @@
 namespace attnrt::check {
 namespace {
 
-constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_FLEX_ATTENTION << 1) - 1;
+constexpr uint64_t kKnownFeatures = (ATTNRT_FEATURE_CREATE_BLOCK_MASK << 1) - 1;
 
 }  // namespace
 
@@ -58,6 +58,14 @@ std::string check_abi(const std::filesystem::path& lib) {
     problems.push_back("advertises APPEND_KV (ABI 1.2) without an append_kv entry");
   if (!(c.features & ATTNRT_FEATURE_APPEND_KV) && has_append)
     problems.push_back("has an append_kv entry but does not advertise APPEND_KV");
+  const bool has_mask =
+      api.abi_minor >= 4 && ATTNRT_HAS_FIELD(&api, attnrt_plugin_api, create_block_mask) && api.create_block_mask;
+  if (c.features & ATTNRT_FEATURE_CREATE_BLOCK_MASK && !has_mask)
+    problems.push_back("advertises CREATE_BLOCK_MASK (ABI 1.4) without a create_block_mask entry");
+  if (!(c.features & ATTNRT_FEATURE_CREATE_BLOCK_MASK) && has_mask)
+    problems.push_back("has a create_block_mask entry but does not advertise CREATE_BLOCK_MASK");
+  if (c.features & ATTNRT_FEATURE_CREATE_BLOCK_MASK && !(c.features & ATTNRT_FEATURE_FLEX_ATTENTION))
+    problems.push_back("advertises CREATE_BLOCK_MASK without FLEX_ATTENTION (the mask is for its flex calls)");
   if (!problems.empty() && !(problems.size() == 1 && api.abi_minor > ATTNRT_ABI_VERSION_MINOR))
     throw CheckFailed(fmt::format("{}", fmt::join(problems, "; ")));
   return fmt::format("ABI {}.{}, table {} bytes, capabilities {} bytes", api.abi_major, api.abi_minor, api.struct_size,

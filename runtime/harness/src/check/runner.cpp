@@ -1,6 +1,7 @@
 // run_conformance: which checks run, in what order, and which are skipped because an earlier
 // one failed. Every check runs in its own child process (isolation.hpp).
 #include "append_check.hpp"
+#include "block_mask_check.hpp"
 #include "checks.hpp"
 #include "extension_check.hpp"
 #include "fixtures.hpp"
@@ -66,7 +67,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
   run("exports", [&] { return check_exports(lib); });
   if (!loads) {
     for (const char* name : {"abi", "manifest", "create", "numerics", "support-query", "extensions", "append-kv",
-                             "flex", "bad-arguments", "threads", "deterministic", "leaks"}) {
+                             "flex", "block-mask", "bad-arguments", "threads", "deterministic", "leaks"}) {
       report.checks.push_back({name, CheckResult::Status::kSkip, "the plugin does not load", 0});
     }
     return report;
@@ -87,6 +88,7 @@ ConformanceReport run_conformance(const std::string& plugin, Registry& registry,
     run("extensions", [&] { return check_unknown_extensions(lib); });
     run("append-kv", [&] { return check_append_kv(lib); });
     run("flex", [&] { return check_flex(lib); });
+    run("block-mask", [&] { return check_block_mask(lib); });
     for (const char* mistake : kBadArgumentMistakes) {
       run(std::string("bad-arguments/") + mistake, [&] { return check_bad_argument(lib, mistake); });
     }

@@ -69,8 +69,20 @@ class ATTNRT_API Backend {
   bool has_append_kv() const;
   void append_kv(const attnrt_attention_desc& desc, const attnrt_append_kv_args& args, const attnrt_exec& exec);
 
+  // ABI 1.4: builds a flex block mask from the mask_mod of desc's flex block
+  // (attnrt_block_mask_args) on exec's stream (no workspace). Refused like append_kv for a plugin
+  // built against ABI < 1.4 or one that has none ("built against ABI 1.3; create_block_mask needs
+  // ABI 1.4").
+  bool has_create_block_mask() const;
+  void create_block_mask(const attnrt_attention_desc& desc, const attnrt_block_mask_args& args,
+                         const attnrt_exec& exec);
+
  private:
   class HostWorkspace;  // a CPU call's borrowed block (backend.cpp)
+  // The plugin's exec for an entry appended in ABI 1.`minor` (`what`), after checking that the
+  // plugin's table has it (entry non-null) and that the caller's exec is one.
+  attnrt_exec appended_entry_exec(const char* what, uint32_t minor, bool has_field, bool entry_set,
+                                  const attnrt_exec& exec) const;
   struct FreeDeleter {
     void operator()(void* p) const;
   };
