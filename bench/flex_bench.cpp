@@ -6,9 +6,12 @@
 // partial) and the visible pairs are counted. TFLOP/s = 4 * batch * heads * visible pairs *
 // head_dim / time (FlashAttention's convention, over the pairs the mask leaves); with --backward 1
 // also each backward alone (after a forward), 2.5 times the forward's FLOPs: 10 * batch * heads
-// * visible pairs * head_dim / time, rows named <backend>_backward.
+// * visible pairs * head_dim / time, rows named <backend>_backward. With --block-mask 1, instead,
+// create_block_mask on the GPU (ABI 1.4) for each mod's mask_mod at each seqlen, broadcast over
+// sequences and heads, every list asked for, 128 x 128 blocks: rows
+// flex_attention_create_block_mask (ms; note: whether its lists equal the host's).
 //   attnrt_flex_bench [--hdim 64,128] [--seqlen 2048,8192] [--heads 16] [--batch 2] [--backward 1]
-//                     [--csv file]
+//                     [--block-mask 1] [--csv file]
 #include <attnrt/harness/device_tensor.hpp>
 #include <attnrt/harness/device_workload.hpp>
 #include <attnrt/harness/timing.hpp>
@@ -121,6 +124,78 @@ BlockMask block_mask(const Mod& m, int seqlen) {
   return bm;
 }
 
+// create_block_mask on the GPU for every mod with a mask_mod at one seqlen: broadcast (B = H = 1),
+// all eight lists, 128 x 128 blocks, the module compiled (or loaded) by a first call; each list
+// compared with the host's classification (block_mask above) once.
+template <class Row>
+void time_block_masks(Backend& flex, const DeviceInfo& gpu, int seqlen, const Row& row) {
+  const std::vector<int32_t> doc = documents(seqlen);
+  HostTensor docs({seqlen}, DLDataType{kDLInt, 32, 1});
+  for (int i = 0; i < seqlen; ++i) docs.set(i, doc[i]);
+  DeviceTensor d_docs(docs, gpu.dl);
+  const int nb = (seqlen + 127) / 128;
+  const DLDataType i32{kDLInt, 32, 1};
+  for (const Mod& m : mods(seqlen, doc)) {
+    if (m.mask_mod == "q_idx >= kv_idx" && m.name != "causal") continue;  // the score mods: causal's mask
+    if (m.name == "dense") continue;
+    std::vector<HostTensor> host;
+    for (int p = 0; p < 4; ++p) {
+      host.emplace_back(std::vector<int64_t>{1, 1, nb}, i32);
+      host.emplace_back(std::vector<int64_t>{1, 1, nb, nb}, i32);
+    }
+    std::vector<DeviceTensor> out;
+    for (HostTensor& t : host) {
+      t.fill(-1);
+      out.emplace_back(t, gpu.dl);
+    }
+    const DLTensor* aux[1] = {d_docs.dl()};
+    attnrt_flex_attention block{};
+    block.header = {sizeof block, ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION, 0, nullptr};
+    block.mask_mod = m.mask_mod.c_str();
+    block.source_name = "attnrt_flex_bench";
+    block.num_aux = m.needs_docs ? 1 : 0;
+    block.aux = aux;
+    block.q_block_size = block.kv_block_size = 128;
+    attnrt_attention_desc d{};
+    d.struct_size = sizeof d;
+    d.dtype = ATTNRT_DTYPE_BF16;
+    d.head_dim = d.head_dim_v = 128;
+    d.heads_q = d.heads_kv = 1;
+    d.batch = 1;
+    d.seqlen_q = d.seqlen_k = seqlen;
+    d.softmax_scale = 1.0f;
+    d.window_left = d.window_right = -1;
+    d.device = gpu.dl;
+    d.cuda_arch = gpu.cuda_arch;
+    d.extensions = &block.header;
+    attnrt_block_mask_args a{sizeof a,    out[0].dl(), out[1].dl(), out[2].dl(), out[3].dl(),
+                             out[4].dl(), out[5].dl(), out[6].dl(), out[7].dl()};
+    const attnrt_exec exec{sizeof exec, nullptr, nullptr, 0, 0};
+    const auto start = std::chrono::steady_clock::now();
+    flex.create_block_mask(d, a, exec);
+    cuda_synchronize(gpu.dl);
+    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // The host's classification evaluates every pair on one core: compared up to 8k tokens.
+    const bool compare = seqlen <= 8192;
+    const BlockMask want = compare ? block_mask(m, seqlen) : BlockMask{};
+    for (int t = 0; t < 4; ++t) out[size_t(t)].download(host[size_t(t)]);
+    bool same = true;
+    for (int qb = 0; compare && qb < nb && same; ++qb) {
+      same = host[0].get(qb) == want.num.get(qb) && host[2].get(qb) == want.full_num.get(qb);
+      for (int e = 0; e < nb && same; ++e) {
+        same = (e >= want.num.get(qb) || host[1].get(qb * nb + e) == want.idx.get(qb * nb + e)) &&
+               (e >= want.full_num.get(qb) || host[3].get(qb * nb + e) == want.full_idx.get(qb * nb + e));
+      }
+    }
+    const double ms = median_call_ms(gpu.dl, nullptr, 3, 10, [&] { flex.create_block_mask(d, a, exec); });
+    row(fmt::format("flex_attention_create_block_mask,{},1,1,{},,{:.4f},,,first call {:.1f} ms; lists {}", m.name,
+                    seqlen, ms, first_ms,
+                    !compare ? "not compared"
+                    : same   ? "equal the host's"
+                             : "DIFFER from the host's"));
+  }
+}
+
 }  // namespace
 }  // namespace attnrt
 
@@ -128,7 +203,7 @@ int main(int argc, char** argv) {
   using namespace attnrt;
   std::vector<int> hdims = {64, 128}, seqlens = {2048, 8192};
   int heads = 16, batch = 2;
-  bool backward = false;
+  bool backward = false, masks = false;
   std::string csv_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -142,6 +217,8 @@ int main(int argc, char** argv) {
       batch = std::stoi(v);
     else if (a == "--backward")
       backward = v == "1" || v == "on";
+    else if (a == "--block-mask")
+      masks = v == "1" || v == "on";
     else if (a == "--csv")
       csv_path = v;
     else {
@@ -174,6 +251,10 @@ int main(int argc, char** argv) {
     if (csv_file) csv_file << line << "\n" << std::flush;
   };
   row("backend,mod,batch,heads,seqlen,head_dim,ms,tflops,visible_pairs,note");
+  if (masks) {
+    for (int seqlen : seqlens) time_block_masks(*flex, gpu, seqlen, row);
+    return 0;
+  }
   for (int hd : hdims) {
     for (int seqlen : seqlens) {
       WorkloadSpec spec;

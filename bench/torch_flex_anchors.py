@@ -3,9 +3,13 @@ the same shapes, mask rules, aux tensors and TFLOP/s convention (4 * batch * hea
 pairs * head_dim / time, forward), block masks from create_block_mask (128 x 128). With --backward,
 also the backward alone (torch.autograd.grad of the compiled call's output, retained graph) as
 rows torch_flex_backward, 2.5 times the forward's FLOPs (10 * batch * heads * pairs * head_dim).
-CSV on stdout.
+With --block-mask, instead, create_block_mask alone for each mod with a mask of its own (B = H =
+None, 128 x 128 blocks, on the GPU), as PyTorch runs it by default and with _compile=True, as
+rows torch_create_block_mask and torch_create_block_mask_compiled (attnrt_flex_bench --block-mask
+1 times attnrt's). CSV on stdout.
 
     python3 bench/torch_flex_anchors.py --hdim 64,128 --seqlen 2048,8192 [--backward] [--csv anchors_flex.csv]
+    python3 bench/torch_flex_anchors.py --seqlen 8192,32768 --block-mask [--csv anchors_masks.csv]
 """
 import argparse
 import sys
@@ -65,6 +69,7 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--backward", action="store_true")
+    ap.add_argument("--block-mask", action="store_true")
     ap.add_argument("--csv")
     args = ap.parse_args()
     out = open(args.csv, "w") if args.csv else None
@@ -81,6 +86,23 @@ def main():
             out.flush()
 
     row("backend,mod,batch,heads,seqlen,head_dim,ms,tflops,visible_pairs,note")
+    if args.block_mask:
+        for seqlen in map(int, args.seqlen.split(",")):
+            for name, score_mod, mask_mod in mods(seqlen, args.heads):
+                if score_mod is not None or name == "dense":
+                    continue  # the score mods' mask is causal's
+                for backend, compile_ in (("torch_create_block_mask", False),
+                                          ("torch_create_block_mask_compiled", True)):
+                    try:
+                        fn = lambda: create_block_mask(mask_mod, None, None, seqlen, seqlen, device="cuda",
+                                                       BLOCK_SIZE=128, _compile=compile_)
+                        ms = median_ms(fn)
+                        row(f"{backend},{name},1,1,{seqlen},,{ms:.4f},,,")
+                    except Exception as e:  # out of memory materializing the mask, say
+                        row(f"{backend},{name},1,1,{seqlen},,,,,failed: {type(e).__name__}: "
+                            f"{str(e).splitlines()[0][:120]}")
+                    torch.cuda.empty_cache()
+        return 0
     for hd in map(int, args.hdim.split(",")):
         for seqlen in map(int, args.seqlen.split(",")):
             q, k, v = (torch.randn(args.batch, args.heads, seqlen, hd, device="cuda", dtype=torch.bfloat16)

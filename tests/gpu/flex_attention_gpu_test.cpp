@@ -15,6 +15,7 @@
 #include "flex_case.hpp"
 #include "gpu_support.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <random>
@@ -361,6 +362,134 @@ TEST(FlexGpuRefusals, BackwardWithoutScoreModGradOrDeterministicIsRefusedWithRea
   f.attach(w.desc);
   w.desc.deterministic = 1;
   EXPECT_NE(backward_error().find("deterministic"), std::string::npos) << backward_error();
+}
+
+// ---------------------------------------------------------------- create_block_mask (ABI 1.4)
+
+// The eight outputs on the host (filled with -7, so nothing unwritten passes) and on the device.
+struct MaskOutputs {
+  std::vector<HostTensor> host;  // kv_num, kv_idx, full_kv_num, full_kv_idx, q_num, q_idx, full_q_num, full_q_idx
+  std::vector<DeviceTensor> device;
+  MaskOutputs(int64_t bm, int64_t hm, int64_t mq, int64_t mk, DLDevice where) {
+    for (int p = 0; p < 4; ++p) {
+      const int64_t rows = p < 2 ? mq : mk, cols = p < 2 ? mk : mq;
+      host.push_back(test::i32({bm, hm, rows}));
+      host.push_back(test::i32({bm, hm, rows, cols}));
+    }
+    for (HostTensor& t : host) {
+      t.fill(-7);
+      if (where.device_type == kDLCUDA) device.emplace_back(t, where);
+    }
+  }
+  attnrt_block_mask_args args() {
+    attnrt_block_mask_args a{};
+    a.struct_size = sizeof a;
+    DLTensor* t[8];
+    for (int i = 0; i < 8; ++i) t[i] = device.empty() ? host[size_t(i)].dl() : device[size_t(i)].dl();
+    a.kv_num_blocks = t[0];
+    a.kv_indices = t[1];
+    a.full_kv_num_blocks = t[2];
+    a.full_kv_indices = t[3];
+    a.q_num_blocks = t[4];
+    a.q_indices = t[5];
+    a.full_q_num_blocks = t[6];
+    a.full_q_indices = t[7];
+    return a;
+  }
+};
+
+// The CUDA plugin's lists equal the CPU plugin's entry for entry (the CPU side is checked against
+// a classification of every pair in attnrt_flex_tests), per head and broadcast, odd lengths and
+// block sizes, one mask_mod per family; then one large broadcast causal mask, timed.
+TEST(FlexGpuBlockMask, CreateBlockMaskEqualsTheCpuPlugins) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  Backend& flex = *gpu.backend("flex_attention");
+  Backend cpu(gpu.registry->load(*gpu.registry->find("flex_attention", "cpu")));
+  ASSERT_TRUE(flex.has_create_block_mask());
+  struct Mod {
+    const char* name;
+    const char* mask_mod;
+    bool doc_aux;
+  };
+  const Mod mods[] = {{"causal", "q_idx >= kv_idx", false},
+                      {"sliding_window_per_head", "kv_idx <= q_idx && q_idx - kv_idx < 100 + 150 * h", false},
+                      {"document", "aux0(b, q_idx) == aux0(b, kv_idx)", true},
+                      {"prefix_lm", "kv_idx < (int)scalar0 || q_idx >= kv_idx", false},
+                      {"nothing_visible", "false", false},
+                      {"no_mask_mod", "", false}};
+  struct Geometry {
+    int sq, sk, qb, kb, bm, hm;
+  };
+  const Geometry geometries[] = {
+      {1000, 1537, 128, 128, 2, 4}, {333, 517, 64, 32, 1, 1}, {2048, 2048, 128, 128, 2, 1}, {77, 3000, 256, 64, 1, 4}};
+  for (const Geometry& g : geometries) {
+    for (const Mod& mod : mods) {
+      SCOPED_TRACE(::testing::Message() << mod.name << " S " << g.sq << "x" << g.sk << " blocks " << g.qb << "x" << g.kb
+                                        << " [" << g.bm << ", " << g.hm << "]");
+      Workload w = gpu_workload(gpu, shape(2, g.sq, g.sk, 4, 2, 128, ATTNRT_DTYPE_BF16));
+      Flex f;
+      f.mask_mod = mod.mask_mod;
+      f.scalars = {300.0f};
+      if (mod.doc_aux) {
+        HostTensor doc = test::i32({2, std::max(g.sq, g.sk)});
+        for (int b = 0; b < 2; ++b) {
+          for (int j = 0; j < std::max(g.sq, g.sk); ++j) doc.set(b * std::max(g.sq, g.sk) + j, j / (173 + 211 * b));
+        }
+        f.aux.push_back(doc);
+      }
+      std::vector<DeviceTensor> aux;
+      for (HostTensor& t : f.aux) aux.emplace_back(t, w.desc.device);
+      Workload host = w;
+      host.desc.device = DLDevice{kDLCPU, 0};
+      host.desc.cuda_arch = 0;
+      f.attach(host.desc);
+      f.block.q_block_size = g.qb;
+      f.block.kv_block_size = g.kb;
+      const int64_t mq = (g.sq + g.qb - 1) / g.qb, mk = (g.sk + g.kb - 1) / g.kb;
+      MaskOutputs want(g.bm, g.hm, mq, mk, host.desc.device);
+      attnrt_block_mask_args ha = want.args();
+      cpu.create_block_mask(host.desc, ha, attnrt_exec{sizeof(attnrt_exec), nullptr, nullptr, 0, 0});
+      attnrt_flex_attention device_block = f.block;
+      std::vector<const DLTensor*> aux_ptrs;
+      for (DeviceTensor& t : aux) aux_ptrs.push_back(t.dl());
+      device_block.aux = aux_ptrs.data();
+      w.desc.extensions = &device_block.header;
+      MaskOutputs got(g.bm, g.hm, mq, mk, w.desc.device);
+      attnrt_block_mask_args da = got.args();
+      flex.create_block_mask(w.desc, da, attnrt_exec{sizeof(attnrt_exec), nullptr, nullptr, 0, 0});
+      for (size_t t = 0; t < 8; ++t) {
+        got.device[t].download(got.host[t]);
+        const int64_t n = got.host[t].numel();
+        for (int64_t e = 0; e < n; ++e) {
+          ASSERT_EQ(got.host[t].get(e), want.host[t].get(e)) << "output " << t << " element " << e;
+        }
+      }
+    }
+  }
+
+  // S 32768, 128 x 128 blocks, broadcast causal: 65536 blocks of 16384 pairs.
+  Workload w = gpu_workload(gpu, shape(1, 32768, 32768, 2, 2, 128, ATTNRT_DTYPE_BF16));
+  Flex f;
+  f.mask_mod = "q_idx >= kv_idx";
+  f.attach(w.desc);
+  f.block.q_block_size = f.block.kv_block_size = 128;
+  MaskOutputs big(1, 1, 256, 256, w.desc.device);
+  attnrt_block_mask_args a = big.args();
+  const attnrt_exec exec{sizeof(attnrt_exec), nullptr, nullptr, 0, 0};
+  flex.create_block_mask(w.desc, a, exec);  // compiles (or loads) the module
+  cuda_synchronize(w.desc.device);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) flex.create_block_mask(w.desc, a, exec);
+  cuda_synchronize(w.desc.device);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 5;
+  big.device[0].download(big.host[0]);
+  big.device[2].download(big.host[2]);
+  for (int m = 0; m < 256; ++m) {
+    ASSERT_EQ(big.host[0].get(m), 1) << "the diagonal block is the only partial one, row " << m;
+    ASSERT_EQ(big.host[2].get(m), m) << "blocks left of the diagonal are full, row " << m;
+  }
+  std::cout << "[ timing ] create_block_mask S32768 causal 128x128 broadcast: " << ms << " ms a call\n";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // nvJitLink (hopper_module.hpp) where this build has their variants. Kernels are compiled when a call
 // shape (mods, dtype, head_dim, GPU arch) is first prepared, in supports(), and kept in the disk
 // cache. Backward needs score_mod_grad with a score_mod (refused without, as on the CPU).
+// create_block_mask (ABI 1.4) runs mask_mod in the same module (flex_block_mask.cuh).
 #include "hopper_module.hpp"
 #include "kernel_module.hpp"
 
@@ -52,22 +53,44 @@ FlexList flex_list(const DLTensor* num, const DLTensor* idx) {
   return l;
 }
 
+// An output pair of create_block_mask as flex_block_mask.cuh's AttnrtFlexOut reads it.
+struct FlexOut {
+  int* num;
+  int* idx;
+  long long num_stride[3], idx_stride[4];
+};
+
+FlexOut flex_out(const DLTensor* num, const DLTensor* idx) {
+  FlexOut o{};
+  if (num == nullptr) return o;
+  o.num = static_cast<int*>(cuda::detail::data_of(num));
+  o.idx = static_cast<int*>(cuda::detail::data_of(idx));
+  for (int d = 0; d < 3; ++d) o.num_stride[d] = stride(num, d);
+  for (int d = 0; d < 4; ++d) o.idx_stride[d] = stride(idx, d);
+  return o;
+}
+
+struct FlexMaskShape {
+  int bm, hm, mq, mk, seqlen_q, seqlen_k, q_block, kv_block, has_mask, full_kv, full_q;
+};
+
 class FlexAttentionCuda {
  public:
   static constexpr const char* kName = "flex_attention";
-  static constexpr const char* kVersion = "0.3.0";
+  static constexpr const char* kVersion = "0.4.0";
   static constexpr const char* kDescription =
       "PyTorch FlexAttention's score_mod / mask_mod / block mask compiled by NVRTC into flash_attention_2's forward "
       "and backward (sm_80+); on sm_90 flash_attention_3's forward and backward, linked with the mods by nvJitLink";
   static constexpr uint32_t kExtensions[] = {ATTNRT_EXTENSION_TYPE_FLEX_ATTENTION};
-  static constexpr attnrt_capabilities kCapabilities = sdk::capabilities(
-      {.devices = ATTNRT_DEVICE_BIT_CUDA,
-       .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
-       .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_VARLEN |
-                   ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_FLEX_ATTENTION | ATTNRT_FEATURE_BACKWARD,
-       .min_head_dim = 64,
-       .max_head_dim = 128,
-       .min_cuda_arch = 80});
+  static constexpr attnrt_capabilities kCapabilities =
+      sdk::capabilities({.devices = ATTNRT_DEVICE_BIT_CUDA,
+                         .dtypes = ATTNRT_DTYPE_BIT_FP16 | ATTNRT_DTYPE_BIT_BF16,
+                         .features = ATTNRT_FEATURE_GQA | ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW |
+                                     ATTNRT_FEATURE_VARLEN | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_FLEX_ATTENTION |
+                                     ATTNRT_FEATURE_BACKWARD | ATTNRT_FEATURE_CREATE_BLOCK_MASK,
+                         .min_head_dim = 64,
+                         .max_head_dim = 128,
+                         .min_cuda_arch = 80});
 
   FlexAttentionCuda() : modules_(kVersion), hopper_(kVersion) {}
 
@@ -169,6 +192,47 @@ class FlexAttentionCuda {
     }
     // dq from the accumulator: the Hopper kernel's swizzled layout, or flash_attention_2's.
     if (p.seqlen_q > 0) launch(hopper ? m->dq_convert_swizzled : m->dq_convert, rows, 128, 0, args, e, what);
+  }
+
+  // PyTorch's create_block_mask (flex_block_mask.cuh): classify every block into kv_indices,
+  // transpose into q_* when asked, compact the rows in place. The mask_mod is compiled into a
+  // module of these kernels alone (once per mask_mod, aux signature and GPU arch; disk-cached).
+  void create_block_mask(const attnrt_attention_desc& d, const attnrt_block_mask_args& a, const attnrt_exec& e) {
+    const char* what = "flex_attention create_block_mask";
+    cuda::use_device(d);
+    ModuleKey key;
+    key.mods = kernels::flex::Mods::from_block(*sdk::flex_block(d));
+    key.arch = d.cuda_arch;
+    key.mask_only = true;
+    const std::shared_ptr<const KernelModule> m = modules_.get(key);
+    const attnrt_flex_attention& f = *sdk::flex_block(d);
+    FlexMaskShape s{};
+    s.bm = static_cast<int>(a.kv_num_blocks->shape[0]);
+    s.hm = static_cast<int>(a.kv_num_blocks->shape[1]);
+    s.mq = ceil_div(d.seqlen_q, f.q_block_size);
+    s.mk = ceil_div(d.seqlen_k, f.kv_block_size);
+    s.seqlen_q = d.seqlen_q;
+    s.seqlen_k = d.seqlen_k;
+    s.q_block = f.q_block_size;
+    s.kv_block = f.kv_block_size;
+    s.has_mask = f.mask_mod && *f.mask_mod;
+    s.full_kv = a.full_kv_num_blocks != nullptr;
+    s.full_q = a.full_q_num_blocks != nullptr;
+    const int64_t blocks = int64_t(s.bm) * s.hm * s.mq * s.mk;
+    if (blocks == 0) return;
+    attnrt_flex::Context ctx = context(f);
+    FlexOut kv = flex_out(a.kv_num_blocks, a.kv_indices), full_kv = flex_out(a.full_kv_num_blocks, a.full_kv_indices);
+    FlexOut q = flex_out(a.q_num_blocks, a.q_indices), full_q = flex_out(a.full_q_num_blocks, a.full_q_indices);
+    void* classify[] = {&ctx, &kv, &s};
+    launch(m->mask_classify, dim3(static_cast<unsigned>(std::min<int64_t>(blocks, 1 << 20))), 128, 0, classify, e,
+           what);
+    const int threads = 128;
+    if (q.num != nullptr) {
+      void* columns[] = {&kv, &q, &full_q, &s};
+      launch(m->mask_columns, dim3(ceil_div(int64_t(s.bm) * s.hm * s.mk, threads)), threads, 0, columns, e, what);
+    }
+    void* rows[] = {&kv, &full_kv, &s};
+    launch(m->mask_rows, dim3(ceil_div(int64_t(s.bm) * s.hm * s.mq, threads)), threads, 0, rows, e, what);
   }
 
  private:
@@ -360,6 +424,20 @@ class FlexAttentionCuda {
            ceil_div(d.seqlen_k, f->kv_block_size);
   }
 
+  // What the mods read: the aux tensors (pointers, shapes, strides) and the scalars.
+  static attnrt_flex::Context context(const attnrt_flex_attention& f) {
+    attnrt_flex::Context ctx{};
+    for (int32_t i = 0; i < f.num_aux; ++i) {
+      ctx.aux[i] = cuda::detail::data_of(f.aux[i]);
+      for (int k = 0; k < f.aux[i]->ndim; ++k) {
+        ctx.shape[i][k] = f.aux[i]->shape[k];
+        ctx.stride[i][k] = stride(f.aux[i], k);
+      }
+    }
+    for (int32_t i = 0; i < f.num_scalars; ++i) ctx.scalars[i] = f.scalars[i];
+    return ctx;
+  }
+
   // The mods' context and, with a block mask, its lists as per-block states in the workspace at
   // `states_at` (written on the call's stream before the kernels that read them).
   attnrt_flex::KernelParams kernel_params(const attnrt_attention_desc& d, const KernelModule& m, const attnrt_exec& e,
@@ -369,14 +447,7 @@ class FlexAttentionCuda {
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (f == nullptr) return x;
     x.has_mask_mod = f->mask_mod && *f->mask_mod;
-    for (int32_t i = 0; i < f->num_aux; ++i) {
-      x.ctx.aux[i] = cuda::detail::data_of(f->aux[i]);
-      for (int k = 0; k < f->aux[i]->ndim; ++k) {
-        x.ctx.shape[i][k] = f->aux[i]->shape[k];
-        x.ctx.stride[i][k] = stride(f->aux[i], k);
-      }
-    }
-    for (int32_t i = 0; i < f->num_scalars; ++i) x.ctx.scalars[i] = f->scalars[i];
+    x.ctx = context(*f);
     if (f->kv_num_blocks == nullptr) return x;
     int batch = static_cast<int>(f->kv_num_blocks->shape[0]), heads = static_cast<int>(f->kv_num_blocks->shape[1]);
     int q_blocks = static_cast<int>(f->kv_num_blocks->shape[2]), k_blocks = ceil_div(d.seqlen_k, f->kv_block_size);

@@ -45,6 +45,7 @@ std::string type_name(const ModuleKey& k) { return k.bf16 ? "__nv_bfloat16" : "_
 // dK/dV pair, the dQ conversions (flash_attention_2's accumulator layout, then the Hopper
 // backward's swizzled one) and, on sm_90, the wide dK/dV kernel (a trap elsewhere).
 std::vector<std::string> kernel_names(const ModuleKey& k, const ForwardTile& t) {
+  if (k.mask_only) return {};  // extern "C" kernels only
   const std::string T = type_name(k), HD = std::to_string(k.head_dim);
   const std::string flex = "attnrt::cuda::FlexScores", split = "&attnrt::cuda::fa2::dkdv_split_kernel<" + T + ", " +
                                                                HD + ", " + std::to_string(kSplitBN) + ", " +
@@ -62,6 +63,13 @@ std::vector<std::string> kernel_names(const ModuleKey& k, const ForwardTile& t) 
 }
 
 std::string program_source(const ModuleKey& k) {
+  if (k.mask_only) {
+    kernels::flex::Mods mask = k.mods;
+    mask.score_mod.clear();
+    mask.score_mod_grad.clear();
+    return kernels::flex::translation_unit(mask, kernels::flex::Target::kCuda) +
+           "#define ATTNRT_FLEX_HAS_SCORE_MOD 0\n#include \"flex_params.h\"\n#include \"flex_block_mask.cuh\"\n";
+  }
   // The backward's launch shapes, as the kernels define them (read back by the plugin, in
   // BackwardShapes' order).
   const std::string HD = std::to_string(k.head_dim), BN = std::to_string(kSplitBN), BM = std::to_string(kSplitBM);
@@ -104,7 +112,8 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   const ForwardTile tile = forward_tile(key.head_dim);
   const std::string source = program_source(key);
   const std::vector<std::string> kernels = kernel_names(key, tile);
-  std::string key_text = "attnrt flex cuda 4\n" + version_ + "\nsm_" + std::to_string(key.arch) + "\n";
+  std::string key_text = std::string(key.mask_only ? "attnrt flex cuda mask 1" : "attnrt flex cuda 4") + "\n" +
+                         version_ + "\nsm_" + std::to_string(key.arch) + "\n";
   for (const std::string& k : kernels) key_text += k + "\n";
   key_text += source;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -149,6 +158,13 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   if (cudaError_t e = cudaLibraryLoadData(&module->library, blob.data() + at, nullptr, nullptr, 0, nullptr, nullptr, 0);
       e != cudaSuccess) {
     device_error("loading the compiled kernels " + path, e);
+  }
+  if (key.mask_only) {
+    module->mask_classify = library_kernel(module->library, "attnrt_flex_mask_classify");
+    module->mask_columns = library_kernel(module->library, "attnrt_flex_mask_columns");
+    module->mask_rows = library_kernel(module->library, "attnrt_flex_mask_rows");
+    loaded_.emplace(std::move(key_text), module);
+    return module;
   }
   cudaKernel_t* slots[] = {&module->forward,       &module->softmax_d,  &module->dkdv_split_dv,
                            &module->dkdv_split_dk, &module->dq_convert, &module->dq_convert_swizzled,

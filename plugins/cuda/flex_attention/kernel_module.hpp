@@ -41,6 +41,8 @@ struct KernelModule {
   cudaLibrary_t library = nullptr;
   cudaKernel_t forward = nullptr;       // fa2::forward_kernel<T, HD, BM, BN, MT, FlexScores>
   cudaKernel_t block_states = nullptr;  // attnrt_flex_block_states
+  // create_block_mask's three kernels (flex_block_mask.cuh): a mask_only module's only ones
+  cudaKernel_t mask_classify = nullptr, mask_columns = nullptr, mask_rows = nullptr;
   // Backward (flash_attention_2's, FlexScores): D, the dK/dV kernels (wide: NULL below sm_90),
   // dq = softmax_scale * dq_accum.
   cudaKernel_t softmax_d = nullptr, dkdv_wide = nullptr, dkdv_split_dv = nullptr, dkdv_split_dk = nullptr,
@@ -57,6 +59,9 @@ struct ModuleKey {
   kernels::flex::Mods mods;
   bool bf16 = true;
   int head_dim = 0, arch = 0;
+  // create_block_mask's module: mask_mod and flex_block_mask.cuh's kernels alone (no attention
+  // kernels, so a fraction of the compile time; dtype and head_dim are not read).
+  bool mask_only = false;
 };
 
 class ModuleCache {
