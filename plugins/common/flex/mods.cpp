@@ -64,6 +64,14 @@ Mods Mods::from_block(const attnrt_flex_attention& f) {
   return m;
 }
 
+std::string Mods::identity() const {
+  std::string id;
+  id.reserve(score_mod.size() + mask_mod.size() + score_mod_grad.size() + source_name.size() + 16 + 8 * aux.size());
+  for (const std::string* part : {&score_mod, &mask_mod, &score_mod_grad, &source_name}) (id += *part) += '\x1f';
+  for (const AuxSpec& a : aux) ((id += a.type) += char('0' + a.ndim)) += ',';
+  return id + '\x1f' + std::to_string(num_scalars);
+}
+
 std::string translation_unit(const Mods& m, Target target) {
   std::string tu;
   if (target == Target::kHost) {

@@ -25,7 +25,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
 #include <string>
+#include <tuple>
 
 namespace attnrt::plugins::flex_cuda {
 namespace {
@@ -129,12 +133,14 @@ class FlexAttentionCuda {
     const cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     if (p.seqlen_q == 0 || p.batch == 0) return;
     sdk::require_workspace(e, workspace_size(d, false, 0), 0);
-    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false));
-    if (const std::shared_ptr<const HopperModule> hm = hopper_module(d, false)) {
+    const std::shared_ptr<const HopperModule> hm = hopper_module(d, false);
+    int32_t* counter = hm ? static_cast<int32_t*>(e.workspace) : nullptr;
+    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter);
+    if (hm) {
       hopper_forward(d, a, e, *hm, x);
       return;
     }
-    set_smem(m->forward, m->tile.smem_bytes(d.head_dim), "flex_attention forward: shared memory");
+    set_smem(m->forward, m->tile.smem_bytes(d.head_dim), d, "flex_attention forward: shared memory");
     const dim3 grid(ceil_div(p.seqlen_q, m->tile.bm), p.heads_q, p.batch);
     void* args[] = {const_cast<cuda::AttentionParams*>(&p), const_cast<attnrt_flex::KernelParams*>(&x)};
     check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(m->forward), grid, dim3(m->tile.threads()), args,
@@ -166,7 +172,7 @@ class FlexAttentionCuda {
     if (cuda::BackwardWorkspace::nothing_to_differentiate(p, stream(e), what)) return;
     const std::shared_ptr<const HopperModule> hopper = hopper_module(d, true);
     const Dkdv path = hopper ? Dkdv::kHopper : dkdv_path(d, *m);
-    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true));
+    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, true), nullptr);
     void* args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
     const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
     if (p.seqlen_q > 0) {
@@ -179,13 +185,13 @@ class FlexAttentionCuda {
       if (path == Dkdv::kHopper) {
         hopper_dkdv(d, a, e, *hopper, x, p);
       } else if (path == Dkdv::kWide) {
-        set_smem(m->dkdv_wide, s.wide_smem, what);
+        set_smem(m->dkdv_wide, s.wide_smem, d, what);
         launch(m->dkdv_wide, dim3(ceil_div(p.seqlen_k, s.wide_bn), p.heads_kv, p.batch), s.wide_threads, s.wide_smem,
                args, e, what);
       } else {
         const dim3 grid(ceil_div(p.seqlen_k, s.split_bn), p.heads_kv, p.batch);
-        set_smem(m->dkdv_split_dv, s.split_dv_smem, what);
-        set_smem(m->dkdv_split_dk, s.split_dk_smem, what);
+        set_smem(m->dkdv_split_dv, s.split_dv_smem, d, what);
+        set_smem(m->dkdv_split_dk, s.split_dk_smem, d, what);
         launch(m->dkdv_split_dv, grid, s.split_threads, s.split_dv_smem, args, e, what);
         launch(m->dkdv_split_dk, grid, s.split_threads, s.split_dk_smem, args, e, what);
       }
@@ -242,10 +248,23 @@ class FlexAttentionCuda {
 
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
 
-  static void set_smem(cudaKernel_t k, size_t bytes, const char* what) {
+  // Raises a kernel's dynamic shared memory limit on d's device, once: the attribute stays set,
+  // and setting it on every call was host time each call paid.
+  void set_smem(cudaKernel_t k, size_t bytes, const attnrt_attention_desc& d, const char* what) const {
+    const auto key = std::make_tuple(reinterpret_cast<const void*>(k), d.device.device_id, bytes);
+    std::lock_guard<std::mutex> lock(attributes_mutex_);
+    if (smem_set_.count(key)) return;
     check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(k), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(bytes)),
                what);
+    smem_set_.insert(key);
+  }
+  // The device's SM count, asked once per device.
+  int sm_count(const attnrt_attention_desc& d, const char* what) const {
+    std::lock_guard<std::mutex> lock(attributes_mutex_);
+    int& sms = sm_counts_[d.device.device_id];
+    if (sms == 0) check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id), what);
+    return sms;
   }
   static void launch(cudaKernel_t k, dim3 grid, int threads, size_t smem, void** args, const attnrt_exec& e,
                      const char* what) {
@@ -392,12 +411,11 @@ class FlexAttentionCuda {
     Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
     const int64_t tiles = int64_t(ceil_div(p.seqlen_q, m.bm)) * p.heads_q * p.batch;
     if (tiles > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 tiles");
-    int sms = 0;
-    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id), what);
-    const int ctas = static_cast<int>(std::min<int64_t>(tiles, sms));
+    const int ctas = static_cast<int>(std::min<int64_t>(tiles, sm_count(d, what)));
     int band = cuda::hopper::forward_band(p, d.head_dim, 2);
-    check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
-    set_smem(m.kernel, m.smem, what);
+    // The block-state kernel zeroed the counter where there is a block mask (kernel_params).
+    if (x.tile_state == nullptr) check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
+    set_smem(m.kernel, m.smem, d, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
     launch(m.kernel, dim3(ctas), m.threads, m.smem, args, e, what);
   }
@@ -412,7 +430,7 @@ class FlexAttentionCuda {
     int band = cuda::hopper::backward_band(p, d.head_dim, 2);
     const int64_t ctas = int64_t(ceil_div(p.seqlen_k, m.bn)) * p.heads_kv * p.batch;
     if (ctas > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 CTAs");
-    set_smem(m.kernel, m.smem, what);
+    set_smem(m.kernel, m.smem, d, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, &maps.dout, const_cast<attnrt_flex::KernelParams*>(&x), &band};
     launch(m.kernel, dim3(static_cast<unsigned>(ctas)), m.threads, m.smem, args, e, what);
   }
@@ -439,9 +457,10 @@ class FlexAttentionCuda {
   }
 
   // The mods' context and, with a block mask, its lists as per-block states in the workspace at
-  // `states_at` (written on the call's stream before the kernels that read them).
+  // `states_at` (written on the call's stream before the kernels that read them; the kernel that
+  // writes them also zeroes `counter` when it is not NULL).
   attnrt_flex::KernelParams kernel_params(const attnrt_attention_desc& d, const KernelModule& m, const attnrt_exec& e,
-                                          size_t states_at) const {
+                                          size_t states_at, int32_t* counter) const {
     attnrt_flex::KernelParams x{};
     x.forward_bn = m.tile.bn;
     const attnrt_flex_attention* f = sdk::flex_block(d);
@@ -462,7 +481,7 @@ class FlexAttentionCuda {
     FlexList partial = flex_list(f->kv_num_blocks, f->kv_indices);
     FlexList full = f->full_kv_num_blocks ? flex_list(f->full_kv_num_blocks, f->full_kv_indices) : partial;
     int has_full = f->full_kv_num_blocks != nullptr;
-    void* args[] = {&state, &batch, &heads, &q_blocks, &k_blocks, &partial, &full, &has_full};
+    void* args[] = {&state, &batch, &heads, &q_blocks, &k_blocks, &partial, &full, &has_full, &counter};
     const int threads = 128, rows = batch * heads * q_blocks;
     launch(m.block_states, dim3(ceil_div(rows, threads)), threads, 0, args, e, "flex_attention block mask");
     return x;
@@ -470,6 +489,9 @@ class FlexAttentionCuda {
 
   mutable ModuleCache modules_;
   mutable HopperCache hopper_;
+  mutable std::mutex attributes_mutex_;
+  mutable std::set<std::tuple<const void*, int, size_t>> smem_set_;  // (kernel, device, bytes) set
+  mutable std::map<int, int> sm_counts_;                             // by device
 };
 
 }  // namespace

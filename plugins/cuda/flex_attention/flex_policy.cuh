@@ -82,7 +82,8 @@ class FlexScores : public StandardScores {
 
 // Per-block states from a PyTorch BlockMask: one thread per (batch, head, query block) owns that
 // block's row (no races): all skipped, then the partial list, then the full list. Entries
-// outside the keys are ignored here; the CPU path reports them.
+// outside the keys are ignored here; the CPU path reports them. `counter` (the Hopper forward's
+// tile counter, or NULL) is zeroed here too, which spares the call a memset.
 struct AttnrtFlexList {
   const int* num;
   const int* idx;
@@ -92,8 +93,9 @@ struct AttnrtFlexList {
 
 extern "C" __global__ void attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks,
                                                     int k_blocks, AttnrtFlexList partial, AttnrtFlexList full,
-                                                    int has_full) {
+                                                    int has_full, int* counter) {
   const long long id = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id == 0 && counter != nullptr) *counter = 0;
   if (id >= static_cast<long long>(batch) * heads * q_blocks) return;
   const int m = static_cast<int>(id % q_blocks), h = static_cast<int>(id / q_blocks % heads),
             b = static_cast<int>(id / q_blocks / heads);

@@ -101,15 +101,14 @@ HopperModule::~HopperModule() {
 }
 
 std::shared_ptr<const HopperModule> HopperCache::get(const HopperBlob& blob, const kernels::flex::Mods& mods) {
-  const std::string source = mods_source(mods);
-  std::string key_text = std::string(blob.name) + "\n" + source;
+  // A call shape seen before: its module (or its failure) by the blob and the mods' identity,
+  // with no translation unit built and no digest (per call); a failed link is not retried.
+  std::string key_text = std::string(blob.name) + "\n" + mods.identity();
   std::lock_guard<std::mutex> lock(mutex_);
-  // A call shape seen before: its module (or its failure) by the key's text, with no hashing
-  // (per call); a failed link is not retried on every call.
   if (auto it = loaded_.find(key_text); it != loaded_.end()) return it->second;
   if (auto it = failed_.find(key_text); it != failed_.end()) throw it->second;
   try {
-    std::shared_ptr<const HopperModule> module = load(blob, source);
+    std::shared_ptr<const HopperModule> module = load(blob, mods_source(mods));
     loaded_.emplace(std::move(key_text), module);
     return module;
   } catch (const sdk::Error& e) {

@@ -109,6 +109,12 @@ const std::string& headers_digest() {
 }
 
 std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
+  // A call shape seen before: its module by what the program is made of (the mods' identity,
+  // dtype, head_dim, arch, kind), with no program text built and no digest (per call).
+  std::string short_key = key.mods.identity() + (key.bf16 ? "\nbf16 " : "\nfp16 ") + std::to_string(key.head_dim) +
+                          " sm_" + std::to_string(key.arch) + (key.mask_only ? " mask" : "");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = loaded_.find(short_key); it != loaded_.end()) return it->second;
   const ForwardTile tile = forward_tile(key.head_dim);
   const std::string source = program_source(key);
   const std::vector<std::string> kernels = kernel_names(key, tile);
@@ -116,9 +122,6 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
                          version_ + "\nsm_" + std::to_string(key.arch) + "\n";
   for (const std::string& k : kernels) key_text += k + "\n";
   key_text += source;
-  std::lock_guard<std::mutex> lock(mutex_);
-  // A call shape seen before: its module by the key's text, with no hashing.
-  if (auto it = loaded_.find(key_text); it != loaded_.end()) return it->second;
   if (!disk_) disk_.emplace(kernels::flex::cache_dir());
   const std::string digest = kernels::flex::sha256_hex(key_text + "\nnvrtc " + kernels::flex::nvrtc_version() +
                                                        "\nheaders " + headers_digest());
@@ -163,7 +166,7 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
     module->mask_classify = library_kernel(module->library, "attnrt_flex_mask_classify");
     module->mask_columns = library_kernel(module->library, "attnrt_flex_mask_columns");
     module->mask_rows = library_kernel(module->library, "attnrt_flex_mask_rows");
-    loaded_.emplace(std::move(key_text), module);
+    loaded_.emplace(std::move(short_key), module);
     return module;
   }
   cudaKernel_t* slots[] = {&module->forward,       &module->softmax_d,  &module->dkdv_split_dv,
@@ -183,7 +186,7 @@ std::shared_ptr<const KernelModule> ModuleCache::get(const ModuleKey& key) {
   bs.split_bm = static_cast<int>(shapes[6]);
   bs.split_dv_smem = static_cast<size_t>(shapes[7]);
   bs.split_dk_smem = static_cast<size_t>(shapes[8]);
-  loaded_.emplace(std::move(key_text), module);
+  loaded_.emplace(std::move(short_key), module);
   return module;
 }
 

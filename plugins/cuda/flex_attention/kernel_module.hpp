@@ -76,7 +76,7 @@ class ModuleCache {
   std::string version_;
   std::optional<kernels::flex::DiskCache> disk_;
   std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const KernelModule>> loaded_;  // by key text
+  std::unordered_map<std::string, std::shared_ptr<const KernelModule>> loaded_;  // by the short key
 };
 
 }  // namespace attnrt::plugins::flex_cuda

@@ -30,6 +30,9 @@ struct Mods {
   static Mods from_block(const attnrt_flex_attention& block);
 
   bool empty() const { return score_mod.empty() && mask_mod.empty(); }
+  // A short text that differs whenever translation_unit's would (bodies, source name, aux types
+  // and ranks, scalar count): an in-memory cache key that costs no translation unit per call.
+  std::string identity() const;
 };
 
 // Where the unit is compiled. kHost: plain C++17 for the system compiler, with extern "C"
