@@ -28,6 +28,8 @@
 namespace attnrt {
 namespace {
 
+using test::error_of;
+
 using test::f32;
 using test::Flex;
 using test::i32;
@@ -252,16 +254,6 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<attnrt_dtype, Ca
   return std::string(sdk::dtype_name(std::get<0>(p.param))) + "_" + std::get<1>(p.param).name;
 }
 INSTANTIATE_TEST_SUITE_P(Mods, FlexCpu, ::testing::ValuesIn(grid()), case_name);
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(status_name(e.status())) + "|" + e.what();
-  }
-  return "";
-}
 
 Workload small() {
   Workload w = make_workload(shape(1, 12, 12, 2, 2, 16));

@@ -15,6 +15,8 @@
 namespace attnrt {
 namespace {
 
+using test::error_of;
+
 using test::Flex;
 using test::i32;
 
@@ -206,16 +208,6 @@ TEST(CreateBlockMaskCpu, TheBuiltMaskDrivesAForwardToTheReference) {
   int64_t listed = 0;
   for (int64_t r = 0; r < 4 * 6; ++r) listed += int64_t(m.num[0].get(r) + m.num[1].get(r));
   EXPECT_LT(listed, 4 * 6 * 9) << "some blocks are skipped, so the forward's match says they were right to be";
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(status_name(e.status())) + "|" + e.what();
-  }
-  return "";
 }
 
 TEST(CreateBlockMaskCpuErrors, WhatIsWrongIsNamedAndNothingIsWritten) {

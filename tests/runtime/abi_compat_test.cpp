@@ -25,6 +25,8 @@
 namespace attnrt {
 namespace {
 
+using test::error_of;
+
 using test::fixtures;
 
 std::filesystem::path old_plugin() { return fixtures() / "abi/c_reference_v1_0/libattnrt_c_reference_v1_0.so"; }
@@ -65,17 +67,6 @@ double max_error_vs_reference(const Workload& w, const std::vector<float>& out, 
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - scale * ref.out[i]));
   return worst;
-}
-
-// The Error a call throws, as "<status>|<message>"; "" when it does not throw.
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(status_name(e.status())) + "|" + e.what();
-  }
-  return "";
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }

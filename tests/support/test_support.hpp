@@ -3,6 +3,7 @@
 #pragma once
 
 #include <attnrt/runtime/backend.hpp>
+#include <attnrt/runtime/error.hpp>
 #include <attnrt/runtime/registry.hpp>
 
 #include <sys/wait.h>
@@ -93,5 +94,16 @@ class TempDir {
   }
   std::filesystem::path path_;
 };
+
+// The attnrt::Error a call throws, as "<status name>|<message>"; "" when it does not throw.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(status_name(e.status())) + "|" + e.what();
+  }
+  return "";
+}
 
 }  // namespace attnrt::test

@@ -31,8 +31,10 @@ namespace attnrt_flex_mask {
 __device__ __forceinline__ int* at(const AttnrtFlexOut& o, int b, int h, int r, int c) {
   return o.idx + b * o.idx_stride[0] + h * o.idx_stride[1] + r * o.idx_stride[2] + c * o.idx_stride[3];
 }
-__device__ __forceinline__ int* count(const AttnrtFlexOut& o, int b, int h, int r) {
-  return o.num + b * o.num_stride[0] + h * o.num_stride[1] + r * o.num_stride[2];
+// Ends row r of a list: its count, and zeros past it up to `width` entries.
+__device__ __forceinline__ void close(const AttnrtFlexOut& o, int b, int h, int r, int count, int width) {
+  o.num[b * o.num_stride[0] + h * o.num_stride[1] + r * o.num_stride[2]] = count;
+  for (int c = count; c < width; ++c) *at(o, b, h, r, c) = 0;
 }
 }  // namespace attnrt_flex_mask
 
@@ -95,12 +97,8 @@ extern "C" __global__ void attnrt_flex_mask_columns(AttnrtFlexOut kv, AttnrtFlex
       *attnrt_flex_mask::at(q, b, h, n, partial++) = m;
     }
   }
-  *attnrt_flex_mask::count(q, b, h, n) = partial;
-  for (int m = partial; m < s.mq; ++m) *attnrt_flex_mask::at(q, b, h, n, m) = 0;
-  if (s.full_q) {
-    *attnrt_flex_mask::count(full_q, b, h, n) = full;
-    for (int m = full; m < s.mq; ++m) *attnrt_flex_mask::at(full_q, b, h, n, m) = 0;
-  }
+  attnrt_flex_mask::close(q, b, h, n, partial, s.mq);
+  if (s.full_q) attnrt_flex_mask::close(full_q, b, h, n, full, s.mq);
 }
 
 extern "C" __global__ void attnrt_flex_mask_rows(AttnrtFlexOut kv, AttnrtFlexOut full_kv, AttnrtFlexMaskShape s) {
@@ -117,10 +115,6 @@ extern "C" __global__ void attnrt_flex_mask_rows(AttnrtFlexOut kv, AttnrtFlexOut
       *attnrt_flex_mask::at(kv, b, h, m, partial++) = n;
     }
   }
-  *attnrt_flex_mask::count(kv, b, h, m) = partial;
-  for (int n = partial; n < s.mk; ++n) *attnrt_flex_mask::at(kv, b, h, m, n) = 0;
-  if (s.full_kv) {
-    *attnrt_flex_mask::count(full_kv, b, h, m) = full;
-    for (int n = full; n < s.mk; ++n) *attnrt_flex_mask::at(full_kv, b, h, m, n) = 0;
-  }
+  attnrt_flex_mask::close(kv, b, h, m, partial, s.mk);
+  if (s.full_kv) attnrt_flex_mask::close(full_kv, b, h, m, full, s.mk);
 }
