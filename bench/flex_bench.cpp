@@ -165,8 +165,7 @@ void time_block_masks(Backend& flex, const DeviceInfo& gpu, int seqlen, const Ro
   const int nb = (seqlen + 127) / 128;
   const DLDataType i32{kDLInt, 32, 1};
   for (const Mod& m : mods(seqlen, doc)) {
-    if (m.mask_mod == "q_idx >= kv_idx" && m.name != "causal") continue;  // the score mods: causal's mask
-    if (m.name == "dense") continue;
+    if (!m.score_mod.empty() || m.name == "dense") continue;  // the score mods' mask is causal's
     std::vector<HostTensor> host;
     for (int p = 0; p < 4; ++p) {
       host.emplace_back(std::vector<int64_t>{1, 1, nb}, i32);

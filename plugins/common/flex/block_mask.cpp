@@ -33,11 +33,12 @@ class Out {
   int64_t stride_[4] = {0, 0, 0, 0};
 };
 
-// One (count, indices) pair: `lists` of the rows of (b, h), the entries of `value` (and of
-// `also`, when the pair takes full blocks too) in ascending order, zeros after them.
-void write_lists(const Out& num, const Out& idx, const std::vector<uint8_t>& state, int64_t bm, int64_t hm,
-                 int64_t rows, int64_t cols, bool transpose, uint8_t value, uint8_t also, int threads) {
+// One (count, indices) pair from the [bm, hm, mq, mk] states: per (b, h) and query block (key
+// block, `transpose`), the blocks whose state is `value` or `also` in ascending order, zeros after.
+void write_lists(const Out& num, const Out& idx, const std::vector<uint8_t>& state, int64_t bm, int64_t hm, int64_t mq,
+                 int64_t mk, bool transpose, uint8_t value, uint8_t also, int threads) {
   if (!num) return;
+  const int64_t rows = transpose ? mk : mq, cols = transpose ? mq : mk;
 #pragma omp parallel for collapse(2) num_threads(threads)
   for (int64_t bh = 0; bh < bm * hm; ++bh) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -45,7 +46,7 @@ void write_lists(const Out& num, const Out& idx, const std::vector<uint8_t>& sta
       int32_t count = 0;
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t m = transpose ? c : r, n = transpose ? r : c;
-        const uint8_t st = state[size_t((bh * (transpose ? cols : rows) + m) * (transpose ? rows : cols) + n)];
+        const uint8_t st = state[size_t((bh * mq + m) * mk + n)];
         if (st == value || st == also) idx.at(b, h, r, count++) = int32_t(c);
       }
       num.at(b, h, r) = count;
@@ -86,9 +87,9 @@ void create_block_mask(const Eval& eval, bool has_mask_mod, const attnrt_attenti
   write_lists(Out(a.kv_num_blocks), Out(a.kv_indices), state, bm, hm, mq, mk, false, kPartial,
               full_kv ? kPartial : kFull, threads);
   write_lists(Out(a.full_kv_num_blocks), Out(a.full_kv_indices), state, bm, hm, mq, mk, false, kFull, kFull, threads);
-  write_lists(Out(a.q_num_blocks), Out(a.q_indices), state, bm, hm, mk, mq, true, kPartial, full_q ? kPartial : kFull,
+  write_lists(Out(a.q_num_blocks), Out(a.q_indices), state, bm, hm, mq, mk, true, kPartial, full_q ? kPartial : kFull,
               threads);
-  write_lists(Out(a.full_q_num_blocks), Out(a.full_q_indices), state, bm, hm, mk, mq, true, kFull, kFull, threads);
+  write_lists(Out(a.full_q_num_blocks), Out(a.full_q_indices), state, bm, hm, mq, mk, true, kFull, kFull, threads);
 }
 
 }  // namespace attnrt::kernels::flex

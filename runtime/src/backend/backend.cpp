@@ -305,8 +305,7 @@ void Backend::create_block_mask(const attnrt_attention_desc& desc, const attnrt_
   try {
     sdk::check_block_mask_args(desc, args);
   } catch (const sdk::Error& err) {
-    const std::string what = err.what();  // most name the call already
-    throw Error(err.status(), name() + (what.starts_with("create_block_mask") ? ": " : ": create_block_mask: ") + what);
+    throw Error(err.status(), name() + ": create_block_mask: " + err.what());
   }
   MessageBuffer err;
   const attnrt_status status = api.create_block_mask(instance_, &desc, &args, &e, err.get());

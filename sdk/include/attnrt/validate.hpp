@@ -519,19 +519,19 @@ inline void check_block_mask_args(const attnrt_attention_desc& d, const attnrt_b
   }
   const attnrt_flex_attention* f = flex_block(d);
   if (f == nullptr) {
-    invalid("create_block_mask: the descriptor carries no flex_attention block (the mask_mod to evaluate)");
+    invalid("the descriptor carries no flex_attention block (the mask_mod to evaluate)");
   }
   if (f->kv_num_blocks || f->kv_indices || f->full_kv_num_blocks || f->full_kv_indices || f->q_num_blocks ||
       f->q_indices || f->full_q_num_blocks || f->full_q_indices) {
-    invalid("create_block_mask: the flex_attention block's block-mask tensors must be NULL (the call builds them)");
+    invalid("the flex_attention block's block-mask tensors must be NULL (the call builds them)");
   }
   if (f->q_block_size <= 0 || f->kv_block_size <= 0) {
-    invalid("create_block_mask: flex_attention.q_block_size and kv_block_size must be > 0, got " +
-            std::to_string(f->q_block_size) + " and " + std::to_string(f->kv_block_size));
+    invalid("flex_attention.q_block_size and kv_block_size must be > 0, got " + std::to_string(f->q_block_size) +
+            " and " + std::to_string(f->kv_block_size));
   }
   const int64_t mq = detail::ceil_div(d.seqlen_q, f->q_block_size), mk = detail::ceil_div(d.seqlen_k, f->kv_block_size);
   if (a.kv_num_blocks == nullptr || a.kv_indices == nullptr) {
-    invalid(std::string("create_block_mask: ") + (a.kv_num_blocks ? "kv_indices" : "kv_num_blocks") +
+    invalid(std::string(a.kv_num_blocks ? "kv_indices" : "kv_num_blocks") +
             " is NULL (kv_num_blocks and kv_indices are required)");
   }
   detail::check_block_mask_tensor("kv_num_blocks", a.kv_num_blocks,
@@ -541,7 +541,7 @@ inline void check_block_mask_args(const attnrt_attention_desc& d, const attnrt_b
                   int64_t width) {
     if (num == nullptr && idx == nullptr) return;
     if ((num == nullptr) != (idx == nullptr)) {
-      invalid(std::string("create_block_mask: ") + num_name + " and " + idx_name + " come together (one is NULL)");
+      invalid(std::string(num_name) + " and " + idx_name + " come together (one is NULL)");
     }
     check_tensor(num_name, num, {bm, hm, rows}, DLDataType{kDLInt, 32, 1}, d.device);
     check_tensor(idx_name, idx, {bm, hm, rows, width}, DLDataType{kDLInt, 32, 1}, d.device);
