@@ -372,16 +372,33 @@ def _check_block_mask(bm, q: Tensor, k: Tensor):
     if tuple(bm.seq_lengths) != (sq, sk):
         raise _invalid(f"flex_attention: block_mask was made for (Q_LEN, KV_LEN) {tuple(bm.seq_lengths)}, the call "
                        f"has query {tuple(q.shape)} and key {tuple(k.shape)} (seqlen {sq} and {sk})")
+    qb, kb = _block_size(bm.BLOCK_SIZE)
+    mq, mk = -(-sq // qb), -(-sk // kb)
+    if bm.kv_num_blocks is None or bm.kv_indices is None:
+        raise _invalid("flex_attention: block_mask.kv_num_blocks and kv_indices are required")
+    bh = tuple(bm.kv_num_blocks.shape[:2])
     for f in _MASK_FIELDS:
         t = getattr(bm, f)
+        partner = getattr(bm, f.replace("num_blocks", "indices") if "num_blocks" in f else
+                          f.replace("indices", "num_blocks"))
         if t is None:
+            if partner is not None:
+                raise _invalid(f"flex_attention: block_mask.{f} is None but its partner is given (they come "
+                               f"together)")
             continue
+        if not isinstance(t, Tensor) or t.dtype != torch.int32:
+            raise _invalid(f"flex_attention: block_mask.{f} must be an int32 tensor, got "
+                           f"{getattr(t, 'dtype', type(t).__name__)}")
         if t.device != q.device:
             raise _invalid(f"flex_attention: block_mask.{f} (shape {tuple(t.shape)}) is on {t.device}, query on "
                            f"{q.device}")
-        if t.dim() < 2 or t.shape[0] not in (1, q.shape[0]) or t.shape[1] not in (1, q.shape[1]):
-            raise _invalid(f"flex_attention: block_mask.{f} has shape {tuple(t.shape)}; its first two dimensions "
-                           f"must be 1 or batch ({q.shape[0]}) and 1 or query heads ({q.shape[1]})")
+        rows = mq if f.startswith(("kv_", "full_kv_")) else mk
+        want = (*bh, rows) if "num_blocks" in f else (*bh, rows, t.shape[-1] if t.dim() == 4 else -1)
+        if tuple(t.shape) != want or bh[0] not in (1, q.shape[0]) or bh[1] not in (1, q.shape[1]):
+            raise _invalid(f"flex_attention: block_mask.{f} has shape {tuple(t.shape)}, expected "
+                           f"{want} ([1 or batch {q.shape[0]}, 1 or heads {q.shape[1]}, "
+                           f"{'query' if rows == mq else 'key'} blocks {rows}{', ...' if len(want) == 4 else ''}] "
+                           f"for seqlen {sq} x {sk} in blocks of {qb} x {kb})")
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
