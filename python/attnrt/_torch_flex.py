@@ -556,6 +556,8 @@ def create_block_mask(mask_mod: Optional[str], B: Optional[int], H: Optional[int
     """
     mask_mod = _check_mod("mask_mod", mask_mod)
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None:  # "cuda": the current device, as tensors made there say
+        device = torch.device("cuda", torch.cuda.current_device())
     for name, n, can_be_none in (("B", B, True), ("H", H, True), ("Q_LEN", Q_LEN, False), ("KV_LEN", KV_LEN, False)):
         if n is None and can_be_none:
             continue
