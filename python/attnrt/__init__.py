@@ -12,6 +12,11 @@ a :class:`Ring` made of a backend resolved for the global descriptor and a :clas
 ``Transport.nccl`` from the 128 bytes of :func:`nccl_unique_id`) runs forward and backward on
 this rank's shard. ``attnrt.torch.context_parallel_attention`` is the PyTorch entry point.
 
+flex_attention (PyTorch's FlexAttention, plugin ABI 1.3/1.4): a :class:`Flex` block holds the
+mods' C++ source, aux tensors, scalars and block mask; ``Runtime.resolve(desc, value, flex=f)``
+compiles the mods, ``Backend.flex_forward`` / ``flex_backward`` / ``create_block_mask`` carry it.
+``attnrt.torch.flex_attention`` is the PyTorch entry point.
+
 What the library says (which backend each resolution chose, every fallback reason) goes to the
 standard :mod:`logging` module, logger ``"attnrt"``, which like any library's prints nothing
 until the application configures logging (``logging.basicConfig(level=logging.INFO)``).
@@ -31,6 +36,7 @@ from ._attnrt import (  # noqa: F401
     DeviceError,
     DType,
     Error,
+    Flex,
     InProcessGroup,
     InternalError,
     InvalidArgumentError,
@@ -51,6 +57,7 @@ __all__ = [
     "DeviceError",
     "DType",
     "Error",
+    "Flex",
     "InProcessGroup",
     "InternalError",
     "InvalidArgumentError",

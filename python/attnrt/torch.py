@@ -21,6 +21,10 @@ scaled_dot_product_attention is (it is on autocast's lower-precision list).
 ``context_parallel_attention`` (with ``context_parallel_shard`` / ``_unshard``) runs attention
 over a sequence split across ranks, ring attention through libattnrt's ring
 (attnrt/_torch_context_parallel.py; docs/distributed.md).
+
+``flex_attention``, ``create_block_mask`` and ``BlockMask`` are PyTorch's FlexAttention with the
+score_mod / mask_mod as C++ source text, through the ``flex_attention`` plugin, in PyTorch
+flex's [batch, heads, seqlen, head_dim] layout (attnrt/_torch_flex.py).
 """
 from __future__ import annotations
 
@@ -35,8 +39,8 @@ from torch.utils.dlpack import to_dlpack
 
 import attnrt
 
-__all__ = ["attention", "backend_name", "context_parallel_attention", "context_parallel_shard",
-           "context_parallel_unshard", "num_threads"]
+__all__ = ["BlockMask", "attention", "backend_name", "context_parallel_attention", "context_parallel_shard",
+           "context_parallel_unshard", "create_block_mask", "flex_attention", "num_threads"]
 
 # CPU calls: threads per call (0: as many as torch.get_num_threads()), and the work (q rows times
 # k rows times heads) under which a call runs on one thread: forking a team for a tiny call costs
@@ -401,3 +405,4 @@ from ._torch_context_parallel import (  # noqa: E402
     context_parallel_shard,
     context_parallel_unshard,
 )
+from ._torch_flex import BlockMask, create_block_mask, flex_attention  # noqa: E402

@@ -2,6 +2,7 @@
 // that speaks DLPack (an object with __dlpack__, or a "dltensor" capsule): the Python side
 // (attnrt/_core.py) asks the producer for the capsule on the caller's stream, so this module
 // never picks a stream by itself. No framework is imported here.
+#include "flex_call.hpp"
 #include "host_call.hpp"
 
 #include <attnrt/host_api.h>
@@ -22,9 +23,12 @@
 namespace nb = nanobind;
 using attnrt_python::Backend;
 using attnrt_python::Call;
+using attnrt_python::call_backend;
+using attnrt_python::call_with_workspace;
 using attnrt_python::check;
 using attnrt_python::dense_backward_args;
 using attnrt_python::dense_forward_args;
+using attnrt_python::Flex;
 using attnrt_python::Message;
 using attnrt_python::OptArray;
 using attnrt_python::StatusError;
@@ -80,51 +84,6 @@ struct Runtime {
     return out;
   }
 };
-
-// The caller's workspace: a byte buffer (any DLPack tensor on the call's device) that is
-// over-allocated by up to 255 bytes; the call uses its first 256-byte aligned address.
-attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_t num_threads) {
-  attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
-  if (workspace) {
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(workspace->data());
-    size_t bytes = workspace->nbytes();
-    const uintptr_t aligned = (begin + 255) / 256 * 256;
-    bytes = bytes > aligned - begin ? bytes - (aligned - begin) : 0;
-    exec.workspace = bytes ? reinterpret_cast<void*>(aligned) : nullptr;
-    exec.workspace_size = bytes;
-  }
-  return exec;
-}
-
-// One forward or backward call with the GIL released, into the caller's workspace always (none
-// when `workspace` is None): nothing is allocated on this path.
-template <class Args, class WithWorkspace>
-void call_with_workspace(const Backend& self, const attnrt_attention_desc& desc, const Args& a,
-                         const OptArray& workspace, uintptr_t stream, int32_t num_threads,
-                         WithWorkspace with_workspace) {
-  Message msg;
-  attnrt_status status;
-  {
-    nb::gil_scoped_release release;
-    const attnrt_exec exec = make_exec(workspace, stream, num_threads);
-    status = with_workspace(self.handle, &desc, &a, &exec, &msg.m);
-  }
-  check(status, msg);
-}
-
-// The same into the caller's workspace when one is given, else into attnrt's own.
-template <class Args, class Plain, class WithWorkspace>
-void call_backend(const Backend& self, const attnrt_attention_desc& desc, const Args& a, const OptArray& workspace,
-                  uintptr_t stream, int32_t num_threads, Plain plain, WithWorkspace with_workspace) {
-  if (workspace) return call_with_workspace(self, desc, a, workspace, stream, num_threads, with_workspace);
-  Message msg;
-  attnrt_status status;
-  {
-    nb::gil_scoped_release release;
-    status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
-  }
-  check(status, msg);
-}
 
 }  // namespace
 
@@ -219,25 +178,38 @@ NB_MODULE(_attnrt, m) {
           "__copy__", [](const attnrt_attention_desc& d) { return d; },
           "A copy, with the device and architecture that resolution bound (copy.copy).");
 
+  attnrt_python::bind_flex(m);
+
   nb::class_<Runtime>(m, "Runtime")
       .def(nb::init<std::optional<std::string>, std::vector<std::string>>(), nb::arg("config_path").none() = nb::none(),
            nb::arg("overrides") = std::vector<std::string>{})
       .def("sites", &Runtime::sites, "(site, configured value) pairs of the configuration")
       .def(
           "resolve",
-          [](Runtime& self, attnrt_attention_desc& desc, std::optional<std::string> value, const std::string& site) {
+          [](Runtime& self, attnrt_attention_desc& desc, std::optional<std::string> value, const std::string& site,
+             const Flex* flex) {
             attnrt_backend_handle* h = nullptr;
             Message msg;
-            check(attnrt_resolve(self.rt, site.c_str(), value ? value->c_str() : nullptr, &desc, &h, &msg.m), msg);
+            // With a flex block the resolution (the plugins' support queries, which compile the
+            // mods) sees it on the chain; desc keeps none afterwards (it would dangle).
+            attnrt_attention_desc d = flex ? flex->on(desc) : desc;
+            const attnrt_status status =
+                attnrt_resolve(self.rt, site.c_str(), value ? value->c_str() : nullptr, &d, &h, &msg.m);
+            d.extensions = desc.extensions;
+            desc = d;
+            check(status, msg);
             return new Backend(h);
           },
           nb::arg("desc"), nb::arg("value").none() = nb::none(), nb::arg("site") = "attn_implementation",
-          "Resolves value (None: the site's configured one) for desc; fills desc's device.");
+          nb::arg("flex").none() = nb::none(),
+          "Resolves value (None: the site's configured one) for desc; fills desc's device. flex: the Flex "
+          "block the calls will carry (its mods are compiled now; a mod that does not compile is the "
+          "refusal's reason, with the compiler's messages).");
 
   attnrt_python::bind_context_parallel(m);
 
-  nb::class_<Backend>(m, "Backend")
-      .def_prop_ro("name", &Backend::name)
+  nb::class_<Backend> backend(m, "Backend");
+  backend.def_prop_ro("name", &Backend::name)
       .def(
           "context_parallel",
           [](const Backend& self) {
@@ -250,14 +222,14 @@ NB_MODULE(_attnrt, m) {
           "(size, RingLayout) that attnrt.context_parallel asks of this backend's site (size 1: none)")
       .def(
           "workspace_size",
-          [](Backend& self, const attnrt_attention_desc& desc, bool backward, int32_t num_threads) {
+          [](Backend& self, const attnrt_attention_desc& desc, bool backward, int32_t num_threads, const Flex* flex) {
             size_t bytes = 0;
             Message msg;
-            check(attnrt_backend_workspace_size(self.handle, &desc, backward ? 1 : 0, num_threads, &bytes, &msg.m),
-                  msg);
+            const attnrt_attention_desc d = flex ? flex->on(desc) : desc;
+            check(attnrt_backend_workspace_size(self.handle, &d, backward ? 1 : 0, num_threads, &bytes, &msg.m), msg);
             return bytes;
           },
-          nb::arg("desc"), nb::arg("backward") = false, nb::arg("num_threads") = 0)
+          nb::arg("desc"), nb::arg("backward") = false, nb::arg("num_threads") = 0, nb::arg("flex").none() = nb::none())
       .def(
           "forward",
           [](Backend& self, const attnrt_attention_desc& desc, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
@@ -358,4 +330,6 @@ NB_MODULE(_attnrt, m) {
           "KV-cache append (plugin ABI 1.2): token n of k_new / v_new [tokens, heads_kv, head_dim] goes to slot "
           "slot_mapping[n] (int64: page * page_size + row; negative: skipped) of the paged caches k_cache / v_cache "
           "[pages, page_size, heads_kv, head_dim]; desc is the paged attention descriptor.");
+
+  attnrt_python::bind_flex_calls(backend);
 }

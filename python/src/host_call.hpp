@@ -1,6 +1,7 @@
 // What the extension module's source files share: a status turned into a C++ exception (the
 // module's translator makes it attnrt.Error's subclass for the status), a message buffer, DLPack
-// tensors held for one call, and the resolved-backend handle that rings are made from.
+// tensors held for one call, the resolved-backend handle that rings are made from, and the
+// forward / backward call with the GIL released.
 #ifndef ATTNRT_PYTHON_HOST_CALL_HPP_
 #define ATTNRT_PYTHON_HOST_CALL_HPP_
 
@@ -134,6 +135,52 @@ struct Backend {
   Backend& operator=(const Backend&) = delete;
   std::string name() const { return attnrt_backend_name(handle); }
 };
+
+// The caller's workspace: a byte buffer (any DLPack tensor on the call's device) that is
+// over-allocated by up to 255 bytes; the call uses its first 256-byte aligned address.
+inline attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_t num_threads) {
+  attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
+  if (workspace) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(workspace->data());
+    size_t bytes = workspace->nbytes();
+    const uintptr_t aligned = (begin + 255) / 256 * 256;
+    bytes = bytes > aligned - begin ? bytes - (aligned - begin) : 0;
+    exec.workspace = bytes ? reinterpret_cast<void*>(aligned) : nullptr;
+    exec.workspace_size = bytes;
+  }
+  return exec;
+}
+
+// One forward or backward call with the GIL released, into the caller's workspace always (none
+// when `workspace` is None): nothing is allocated on this path.
+template <class Args, class WithWorkspace>
+inline void call_with_workspace(const Backend& self, const attnrt_attention_desc& desc, const Args& a,
+                                const OptArray& workspace, uintptr_t stream, int32_t num_threads,
+                                WithWorkspace with_workspace) {
+  Message msg;
+  attnrt_status status;
+  {
+    nb::gil_scoped_release release;
+    const attnrt_exec exec = make_exec(workspace, stream, num_threads);
+    status = with_workspace(self.handle, &desc, &a, &exec, &msg.m);
+  }
+  check(status, msg);
+}
+
+// The same into the caller's workspace when one is given, else into attnrt's own.
+template <class Args, class Plain, class WithWorkspace>
+inline void call_backend(const Backend& self, const attnrt_attention_desc& desc, const Args& a,
+                         const OptArray& workspace, uintptr_t stream, int32_t num_threads, Plain plain,
+                         WithWorkspace with_workspace) {
+  if (workspace) return call_with_workspace(self, desc, a, workspace, stream, num_threads, with_workspace);
+  Message msg;
+  attnrt_status status;
+  {
+    nb::gil_scoped_release release;
+    status = plain(self.handle, &desc, &a, num_threads, reinterpret_cast<void*>(stream), &msg.m);
+  }
+  check(status, msg);
+}
 
 // ring_bindings.cpp: InProcessGroup, Transport, Ring, RingLayout and nccl_unique_id.
 void bind_context_parallel(nb::module_& m);
