@@ -13,7 +13,9 @@
 // notes give the host's side of a call (host_us: the time the call takes to return) and the
 // GPU's (pipelined_ms: calls enqueued back to back, per call).
 //   attnrt_flex_bench [--hdim 64,128] [--seqlen 2048,8192] [--heads 16] [--batch 2] [--backward 1]
-//                     [--block-mask 1] [--csv file]
+//                     [--block-mask 1] [--mods causal,dense,...] [--reps 10] [--csv file]
+// --mods runs only the named mods (the built-in causal rows always run); --reps sets the timed
+// calls per median.
 #include <attnrt/harness/device_tensor.hpp>
 #include <attnrt/harness/device_workload.hpp>
 #include <attnrt/harness/timing.hpp>
@@ -50,6 +52,13 @@ std::vector<int> split_ints(const std::string& s) {
   std::vector<int> v;
   std::stringstream in(s);
   for (std::string part; std::getline(in, part, ',');) v.push_back(std::stoi(part));
+  return v;
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, ',');) v.push_back(part);
   return v;
 }
 
@@ -232,6 +241,8 @@ int main(int argc, char** argv) {
   std::vector<int> hdims = {64, 128}, seqlens = {2048, 8192};
   int heads = 16, batch = 2;
   bool backward = false, masks = false;
+  int reps = 10;
+  std::vector<std::string> only;  // --mods: the mods to run, by name (all when empty)
   std::string csv_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -249,6 +260,10 @@ int main(int argc, char** argv) {
       masks = v == "1" || v == "on";
     else if (a == "--csv")
       csv_path = v;
+    else if (a == "--reps")
+      reps = std::stoi(v);
+    else if (a == "--mods")
+      only = split_names(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -310,6 +325,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < seqlen; ++i) docs.set(i, doc[i]);
       DeviceTensor d_slopes(slopes, w.desc.device), d_table(table, w.desc.device), d_docs(docs, w.desc.device);
       for (const Mod& m : mods(seqlen, doc)) {
+        if (!only.empty() && std::find(only.begin(), only.end(), m.name) == only.end()) continue;
         BlockMask bm = block_mask(m, seqlen);
         DeviceTensor num(bm.num, w.desc.device), idx(bm.idx, w.desc.device), full_num(bm.full_num, w.desc.device),
             full_idx(bm.full_idx, w.desc.device);
@@ -339,7 +355,7 @@ int main(int argc, char** argv) {
           row(fmt::format("flex_attention,{},{},{},{},{},,,,refused: {}", m.name, batch, heads, seqlen, hd, why));
           continue;
         }
-        const double ms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { flex->forward(d, fa, 0); });
+        const double ms = median_call_ms(w.desc.device, nullptr, 3, reps, [&] { flex->forward(d, fa, 0); });
         const double tflops = 4.0 * batch * heads * bm.visible_pairs * hd / (ms * 1e-3) / 1e12;
         const double host = host_us(w.desc.device, [&] { flex->forward(d, fa, 0); });
         const double piped = pipelined_ms(w.desc.device, [&] { flex->forward(d, fa, 0); });
@@ -348,7 +364,7 @@ int main(int argc, char** argv) {
             "{:.4f} ms",
             m.name, batch, heads, seqlen, hd, ms, tflops, bm.visible_pairs, prepare_ms, host, piped));
         if (backward) {  // after the forward above wrote out and lse
-          const double bms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { flex->backward(d, ba, 0); });
+          const double bms = median_call_ms(w.desc.device, nullptr, 3, reps, [&] { flex->backward(d, ba, 0); });
           row(fmt::format("flex_attention_backward,{},{},{},{},{},{:.4f},{:.1f},{:.0f},", m.name, batch, heads, seqlen,
                           hd, bms, 10.0 * batch * heads * bm.visible_pairs * hd / (bms * 1e-3) / 1e12,
                           bm.visible_pairs));
@@ -361,14 +377,14 @@ int main(int argc, char** argv) {
       for (const auto& [name, be] : std::vector<std::pair<std::string, Backend*>>{{"flash_attention_2", fa2.get()},
                                                                                   {"flash_attention_3", fa3.get()}}) {
         if (!be || !be->unsupported_reason(d).empty()) continue;
-        const double ms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { be->forward(d, fa, 0); });
+        const double ms = median_call_ms(w.desc.device, nullptr, 3, reps, [&] { be->forward(d, fa, 0); });
         const double host = host_us(w.desc.device, [&] { be->forward(d, fa, 0); });
         const double piped = pipelined_ms(w.desc.device, [&] { be->forward(d, fa, 0); });
         row(fmt::format("{},causal_builtin,{},{},{},{},{:.4f},{:.1f},{:.0f},host {:.1f} us; pipelined {:.4f} ms", name,
                         batch, heads, seqlen, hd, ms, 4.0 * batch * heads * causal_pairs * hd / (ms * 1e-3) / 1e12,
                         causal_pairs, host, piped));
         if (backward) {
-          const double bms = median_call_ms(w.desc.device, nullptr, 3, 10, [&] { be->backward(d, ba, 0); });
+          const double bms = median_call_ms(w.desc.device, nullptr, 3, reps, [&] { be->backward(d, ba, 0); });
           row(fmt::format("{}_backward,causal_builtin,{},{},{},{},{:.4f},{:.1f},{:.0f},", name, batch, heads, seqlen,
                           hd, bms, 10.0 * batch * heads * causal_pairs * hd / (bms * 1e-3) / 1e12, causal_pairs));
         }
