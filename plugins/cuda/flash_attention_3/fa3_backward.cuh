@@ -77,7 +77,9 @@ struct BackwardSmem {
   alignas(8) uint64_t kv_full;
   uint64_t q_full[STAGES], q_empty[STAGES];
   uint64_t dq_full, dq_empty;
-  // Block-sparse walks: one bit per step of the CTA's walk, set where the block mask visits it.
+  // Block-sparse walks: the stage's step (its q head and first row), for the consumers; one bit
+  // per step of the CTA's walk, set where the block mask visits it.
+  int step_head[STAGES], step_m0[STAGES];
   uint32_t visited[kSparse ? kMaxSparseSteps / 32 : 1];
 };
 
@@ -132,9 +134,10 @@ __device__ __forceinline__ void st_release(int* p, int v) {
 // (flex_attention's Hopper path), as forward_body. A block-sparse policy (kElementMask: flex's
 // block masks) skips the steps whose tile its block mask skips, in every role alike, and asks its
 // per-element predicate in the tiles it marks partial. Every warp of the CTA first reads the
-// block mask's states of 32 steps at a time into a bitmask in shared memory, which the roles then
-// scan: each role reading the states in turn (QueryWalk::visited, flash_attention_2's walk) left a
-// sliding window's backward at 0.6x PyTorch's.
+// block mask's states of 32 steps at a time into a bitmask in shared memory, which the producer
+// warps then scan (each role reading the states in turn, QueryWalk::visited as flash_attention_2's
+// walk does, left a sliding window's backward at 0.6x PyTorch's); the consumers take each visited
+// step's query block from the stage the producer fills for it.
 template <class T, int HD, class Policy>
 __device__ __forceinline__ void backward_body(const AttentionParams& p, const CUtensorMap& tma_q,
                                               const CUtensorMap& tma_k, const CUtensorMap& tma_v,
@@ -281,6 +284,10 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
         sm.dd[stage][r] = rows.d;
       }
       if (lane == 0) {
+        if constexpr (kSparse) {
+          sm.step_head[stage] = st.head;
+          sm.step_m0[stage] = st.m0;
+        }
         hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full[stage], kStepBytes);
 #pragma unroll
         for (int c = 0; c < HD / 64; ++c) {
@@ -321,9 +328,31 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
   const T* k_chunk = sm.k + dq_col0 * BN;
 
   if (walk.steps > 0) hopper::TxBarrier::wait(&sm.kv_full, 0);
+  // Block-sparse walks loop over their visited steps by count, each step's query block named by
+  // the producer in its stage, so the consumers neither scan the bitmask nor keep the walk's
+  // counters. The count goes through a shuffle from lane 0 (CUTLASS's canonical_warp_idx_sync
+  // idiom) so that the compiler knows it is the same in every lane and keeps the loop's counter,
+  // and with it the stages' wgmma descriptors, in uniform registers. A loop bounded by a count
+  // read from shared memory (or by the scan) rebuilt the step's 40 descriptors in per-thread
+  // registers (VIADD, SHF, LOP3, R2UR each): 34% more instructions than flash_attention_3's
+  // causal backward for the same products, and 228 bytes of spills a thread at head_dim 128 (now
+  // 92; bench/results/flex-backward-steps-2026-11-26). Dense walks keep the walk's counters and
+  // compile as before (one loop for both around a lambda measured flash_attention_3's own
+  // backward 3-9% slower there).
+  int visits = 0;
+  if constexpr (kSparse) {
+    for (int word = 0; word * 32 < walk.steps; ++word) visits += __popc(sm.visited[word]);
+    visits = __shfl_sync(~0u, visits, 0);
+  }
+  auto sparse_step = [&](int it) {  // waits for the stage's step and reads its query block
+    const int stage = it % STAGES;
+    hopper::TxBarrier::wait(&sm.q_full[stage], (it / STAGES) & 1);
+    return QueryStep{sm.step_head[stage], sm.step_m0[stage]};
+  };
   int it = 0;
-  for (Visit v = first_visit(); v.step < walk.steps; v = next_visit(v), ++it) {
-    const QueryStep st = v.st;
+  for (Visit v = kSparse ? Visit{} : first_visit(); kSparse ? it < visits : v.step < walk.steps;
+       v = kSparse ? v : next_visit(v), ++it) {
+    const QueryStep st = kSparse ? sparse_step(it) : v.st;
     const int stage = it % STAGES, buf = it % 2;
     const int m0 = st.m0, h = st.head;
 
@@ -332,8 +361,10 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
     // while S^T and dP^T are not live (the forward's keys_seen, transposed).
     static_assert(BM / 4 <= 32, "a key's queries of this thread fit one word");
     uint32_t seen[2] = {~0u, ~0u};
+    bool element_mask = false;
     if constexpr (Policy::kElementMask) {
-      if (pol.tile_element_mask(h, m0, n0)) {
+      element_mask = pol.tile_element_mask(h, m0, n0);
+      if (element_mask) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int j = n0 + key_in_block + 8 * r;
@@ -346,7 +377,7 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
         }
       }
     }
-    hopper::TxBarrier::wait(&sm.q_full[stage], (it / STAGES) & 1);
+    if constexpr (!kSparse) hopper::TxBarrier::wait(&sm.q_full[stage], (it / STAGES) & 1);
 
     float s[BM / 8][4], dp[BM / 8][4];
     float(&s_flat)[BM / 2] = reinterpret_cast<float(&)[BM / 2]>(s);
@@ -405,7 +436,9 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
       }
     };
     pol.with_scores(h, [&](const auto& scores) {
-      with_flag(pol.tile_needs_mask(m0, BM, n0 + kr0, 64), [&](auto mask) {
+      // One flag for both masks: a tile that needs neither (most of a block-sparse walk's) runs
+      // the loop without a per-element select.
+      with_flag(element_mask || pol.tile_needs_mask(m0, BM, n0 + kr0, 64), [&](auto mask) {
         constexpr bool kMask = decltype(mask)::value;
         decltype(pol.col_mask(0, 0)) queries[2];
         if constexpr (kMask) {
@@ -425,7 +458,7 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
               const int i = m0 + nt * 8 + 2 * t + c, j = n0 + key_in_block + 8 * r;
               float x = fast_exp2(scores.log2(raw, i, j) - (c ? lse2.y : lse2.x));
               if (kMask && !queries[r].has(nt * 8 + c)) x = 0.f;
-              if (Policy::kElementMask && !((seen[r] >> (2 * nt + c)) & 1u)) x = 0.f;
+              if (Policy::kElementMask && kMask && !((seen[r] >> (2 * nt + c)) & 1u)) x = 0.f;
               pr[nt - 2 * kk][e] = x;
               s[nt][e] = x * scores.grad(raw, i, j);
             }
