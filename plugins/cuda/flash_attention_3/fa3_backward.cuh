@@ -157,7 +157,9 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
   const Policy pol = make_policy<Policy>(p, seq, x, b);
   const QueryWalk<T, HD, BM, 32> walk(p, seq, pol.query_blocks(n0, BN, BM), b, hk);
 
-  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  // Through a shuffle from lane 0 so that the compiler knows it is warp-uniform (CUTLASS's
+  // canonical_warp_group_idx): the wgmma descriptors formed from it stay in uniform registers.
+  const int warpgroup = __shfl_sync(~0u, static_cast<int>(threadIdx.x) / 128, 0);
   const int lane = static_cast<int>(threadIdx.x) % 32;
 
   // The walk's steps in order (QueryWalk::next's: query blocks, then q heads), each role visiting

@@ -173,7 +173,9 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   const int num_tiles = m_blocks * p.heads_q * p.batch;
   const int group = p.heads_q / p.heads_kv;
 
-  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  // Through a shuffle from lane 0 so that the compiler knows it is warp-uniform (CUTLASS's
+  // canonical_warp_group_idx): the wgmma descriptors formed from it stay in uniform registers.
+  const int warpgroup = __shfl_sync(~0u, static_cast<int>(threadIdx.x) / 128, 0);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
     hopper::TxBarrier::init(&sm.q_full, 1);
@@ -349,7 +351,9 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     } else {
       const int slot = tile_it & 1;
       hopper::Barrier::wait(&sm.tile_full[slot], (tile_it >> 1) & 1);
-      const int tile = sm.tile[slot];
+      // Warp-uniform for the compiler (a shuffle from lane 0, as n_blocks below): the tile loop's
+      // exit, and so every counter carried across tiles, depends on it.
+      const int tile = __shfl_sync(~0u, sm.tile[slot], 0);
       if (!kSparse || tile >= num_tiles) release_tile();
       return tile;
     }
@@ -363,7 +367,13 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     const Policy pol = make_policy<Policy>(p, seq, x, b);
     const BlockRange keys = pol.key_blocks(m0, BM, BN);
     const int* walk = kSparse ? sm.walk[tile_it & 1] : nullptr;
-    const int n_blocks = kSparse ? sm.walk_count[tile_it & 1] : keys.hi - keys.lo;
+    // The walk's length (and `skip` below) through a shuffle from lane 0, so that the compiler
+    // knows them equal in every lane (CUTLASS's canonical_warp_idx_sync idiom) and keeps the
+    // block counters, and with them the stages' wgmma descriptors, in uniform registers. Read
+    // from shared memory or derived from the claimed tile, they left every step rebuilding its
+    // descriptors in per-thread registers (bench/results/flex-backward-steps-2026-11-26: the
+    // backward's 34% more instructions, and the same VIADD, SHF, LOP3, R2UR per product here).
+    const int n_blocks = __shfl_sync(~0u, kSparse ? sm.walk_count[tile_it & 1] : keys.hi - keys.lo, 0);
     // The key block of step `it` (last blocks first: the masked ones).
     auto block_of = [&](int it) { return kSparse ? walk_block(walk[it]) : keys.hi - 1 - it; };
 
@@ -569,6 +579,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     } else if constexpr (kDynamic) {
       skip = m0 + wr0 >= seq.q_len ? n_blocks : keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
     }
+    skip = __shfl_sync(~0u, skip, 0);
     hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
     for (int it = 0; it < skip; ++it) {
       hopper::TxBarrier::wait(&sm.k_full[stage_of(it)], phase_of(it));
