@@ -495,12 +495,7 @@ def flex_attention(q: Tensor, k: Tensor, v: Tensor, *, score_mod: Optional[str] 
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     scale = float(scale)
-    if q.stride(-1) != 1:
-        q = q.contiguous()
-    if k.stride(-1) != 1:
-        k = k.contiguous()
-    if v.stride(-1) != 1:
-        v = v.contiguous()
+    q, k, v = _at._unit_stride(q, k, v)
 
     mask_key = None
     if block_mask is not None:

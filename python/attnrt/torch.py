@@ -164,6 +164,12 @@ def _workspace(n: Optional[int], e: _Shape, backward: bool, like: Tensor) -> Opt
 _functorch = torch._C._functorch
 
 
+def _unit_stride(*tensors: Tensor) -> tuple:
+    """The tensors, each copied only where its last dimension is not contiguous (the ABI's rows
+    take any stride, their elements none)."""
+    return tuple(t if t.stride(-1) == 1 else t.contiguous() for t in tensors)
+
+
 def _plain(t: Tensor) -> Tensor:
     """t without torch.func's grad-tracking wrappers (the memory is the wrapped tensor's), for
     _FuncAttention under grad and vjp; a vmap batch in the backward is refused, not flattened (a
@@ -366,12 +372,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, implementation: str = "sdpa", 
             # RoPE leaves q and k in float32 while v comes out of a linear layer in bfloat16).
             low = torch.get_autocast_dtype(device)
             q, k, v = (t.to(low) if t.dtype != low and t.is_floating_point() else t for t in (q, k, v))
-    if q.stride(-1) != 1:
-        q = q.contiguous()
-    if k.stride(-1) != 1:
-        k = k.contiguous()
-    if v.stride(-1) != 1:
-        v = v.contiguous()
+    q, k, v = _unit_stride(q, k, v)
     if sinks is not None and sinks.dtype != torch.float32:
         # A model cast to bf16/fp16 casts gpt-oss's sinks parameter too; the ABI takes float32.
         # The conversion is exact, and autograd casts dsinks back to the parameter's dtype.
