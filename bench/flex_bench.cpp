@@ -48,17 +48,16 @@ struct Mod {
   std::string score_mod_grad = "";  // d score_mod / d score, for --backward
 };
 
-std::vector<int> split_ints(const std::string& s) {
-  std::vector<int> v;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, ',');) v.push_back(std::stoi(part));
-  return v;
-}
-
 std::vector<std::string> split_names(const std::string& s) {
   std::vector<std::string> v;
   std::stringstream in(s);
   for (std::string part; std::getline(in, part, ',');) v.push_back(part);
+  return v;
+}
+
+std::vector<int> split_ints(const std::string& s) {
+  std::vector<int> v;
+  for (const std::string& part : split_names(s)) v.push_back(std::stoi(part));
   return v;
 }
 

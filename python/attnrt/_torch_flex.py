@@ -13,7 +13,6 @@ block on the descriptor (Runtime.resolve / Backend.flex_forward in attnrt's core
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import threading
@@ -224,33 +223,9 @@ def _resolve(key, device: torch.device, fill, flex: attnrt.Flex, implementation:
         fill(d)
         d.return_lse = 1
         e = _Resolved()
-        e.backend = _at._runtime(dev).resolve(d, implementation, flex=flex)
-        e.desc = d
-        e.desc_no_lse = copy.copy(d)  # with the device resolution bound
-        e.desc_no_lse.return_lse = 0
-        e.threads = 0
-        if dev == "cpu":
-            e.threads = 1 if work < _at._SERIAL_WORK else (_at.num_threads or torch.get_num_threads())
-        e.workspace = [max(e.backend.workspace_size(d, False, e.threads, flex),
-                           e.backend.workspace_size(e.desc_no_lse, False, e.threads, flex)), None]
-        try:
-            e.workspace[1] = e.backend.workspace_size(d, True, e.threads, flex)
-        except attnrt.UnsupportedError:
-            pass
-        e.cuda_index = -1
-        if device.type == "cuda":
-            e.cuda_index = device.index if device.index is not None else torch.cuda.current_device()
+        _at._bind(e, _at._runtime(dev).resolve(d, implementation, flex=flex), d, device, work, flex)
         _resolved[key] = e
         return e
-
-
-def _workspace(e: _Resolved, backward: bool, flex: attnrt.Flex, like: Tensor) -> Optional[Tensor]:
-    n = e.workspace[1 if backward else 0]
-    if n is None:  # no backward workspace was given at resolution: ask now, for its error
-        n = e.backend.workspace_size(e.desc, backward, e.threads, flex)
-    if n == 0:
-        return None
-    return torch.empty(n + 255, dtype=torch.uint8, device=like.device)  # the binding aligns to 256
 
 
 @dataclasses.dataclass
@@ -283,7 +258,7 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, c: _Call, flex: attnrt.Flex, need_
     b, h, s, _ = q.shape
     out = q.new_empty((b, h, s, v.shape[3]))  # PyTorch's layout, contiguous; the ABI gets a view
     lse = q.new_empty((b, h, s), dtype=torch.float32) if need_lse else None
-    ws = _workspace(e, False, flex, q)
+    ws = _at._workspace(e.workspace[0], e, False, q, flex)
     e.backend.flex_forward(e.desc if need_lse else e.desc_no_lse, flex, _dl(_abi(q)), _dl(_abi(k)), _dl(_abi(v)),
                            _dl(_abi(out)), _dl(lse), _dl(ws), _at._current_stream(e.cuda_index), e.threads)
     return out, lse
@@ -324,7 +299,7 @@ class _FlexFunction(torch.autograd.Function):
         if dout.stride(-1) != 1:
             dout = dout.contiguous()
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        ws = _workspace(e, True, flex, q)
+        ws = _at._workspace(e.workspace[1], e, True, q, flex)
         e.backend.flex_backward(e.desc, flex, _dl(_abi(dout)), _dl(_abi(q)), _dl(_abi(k)), _dl(_abi(v)),
                                 _dl(_abi(out)), _dl(lse), _dl(_abi(dq)), _dl(_abi(dk)), _dl(_abi(dv)), _dl(ws),
                                 _at._current_stream(e.cuda_index), e.threads)

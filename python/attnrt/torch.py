@@ -107,31 +107,38 @@ def _resolve(q, k, v, has_sinks, implementation, softmax_scale, causal, window_l
         d.has_sinks = int(has_sinks)
         d.return_lse = 1
         e = _Shape()
-        e.desc = d
         # Resolved with the LSE, which backward needs: an inference call runs the same backend
         # without it (one allocation and one kernel store fewer).
-        e.backend = _runtime(dev).resolve(d, implementation)
-        e.desc_no_lse = copy.copy(e.desc)  # with the device resolution bound
-        e.desc_no_lse.return_lse = 0
-        e.threads = 0
-        if dev == "cpu":
-            work = d.batch * d.heads_q * d.seqlen_q * d.seqlen_k
-            e.threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
-        # Workspace bytes per direction (backward only where the plugin has one), asked once; the
-        # forward's for either descriptor.
-        e.workspace = [max(e.backend.workspace_size(d, False, e.threads),
-                           e.backend.workspace_size(e.desc_no_lse, False, e.threads)), None]
-        try:
-            e.workspace[1] = e.backend.workspace_size(d, True, e.threads)
-        except attnrt.UnsupportedError:
-            pass
+        _bind(e, _runtime(dev).resolve(d, implementation), d, q.device,
+              d.batch * d.heads_q * d.seqlen_q * d.seqlen_k)
         e.out_shape = (d.batch, d.seqlen_q, d.heads_q, d.head_dim_v)
         e.lse_shape = (d.batch, d.heads_q, d.seqlen_q)
-        e.cuda_index = q.device.index if q.is_cuda else -1
-        if e.cuda_index is None:
-            e.cuda_index = torch.cuda.current_device()
         _backends[key] = e
         return e
+
+
+def _bind(e, backend, d, device: torch.device, work: int, flex=None) -> None:
+    """Fills e (a _Shape, or flex_attention's entry) with what a call shape resolved to: the
+    backend, the resolved descriptor d (with the LSE) and a copy without it, the CPU threads for
+    `work` score pairs, the workspace bytes per direction (asked once; the forward's for either
+    descriptor; backward None where the plugin has none) and the CUDA device index (-1 on the
+    CPU). flex: the attnrt.Flex block the calls carry, if any."""
+    e.backend = backend
+    e.desc = d
+    e.desc_no_lse = copy.copy(d)  # with the device resolution bound
+    e.desc_no_lse.return_lse = 0
+    e.threads = 0
+    if device.type == "cpu":
+        e.threads = 1 if work < _SERIAL_WORK else (num_threads or torch.get_num_threads())
+    e.workspace = [max(backend.workspace_size(d, False, e.threads, flex),
+                       backend.workspace_size(e.desc_no_lse, False, e.threads, flex)), None]
+    try:
+        e.workspace[1] = backend.workspace_size(d, True, e.threads, flex)
+    except attnrt.UnsupportedError:
+        pass
+    e.cuda_index = -1
+    if device.type == "cuda":
+        e.cuda_index = device.index if device.index is not None else torch.cuda.current_device()
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -151,10 +158,10 @@ def _stream(t: Tensor) -> int:
     return _current_stream(t.device.index if t.is_cuda else -1)
 
 
-def _workspace(n: Optional[int], e: _Shape, backward: bool, like: Tensor) -> Optional[Tensor]:
+def _workspace(n: Optional[int], e: _Shape, backward: bool, like: Tensor, flex=None) -> Optional[Tensor]:
     """The call's scratch memory from PyTorch's allocator; None where the call needs none."""
     if n is None:  # not asked at resolution (no backward there): ask now, for its error
-        n = e.backend.workspace_size(e.desc, backward, e.threads)
+        n = e.backend.workspace_size(e.desc, backward, e.threads, flex)
     if n == 0:
         return None
     # 255 bytes more than asked: the binding uses the block's first 256-byte aligned address.

@@ -316,14 +316,7 @@ NB_MODULE(_attnrt, m) {
             a.slot_mapping = c.add(slot_mapping);
             a.k_cache = c.add(k_cache);
             a.v_cache = c.add(v_cache);
-            const attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
-            Message msg;
-            attnrt_status status;
-            {
-              nb::gil_scoped_release release;
-              status = attnrt_backend_append_kv(self.handle, &desc, &a, &exec, &msg.m);
-            }
-            check(status, msg);
+            call_with_workspace(self, desc, a, std::nullopt, stream, num_threads, attnrt_backend_append_kv);
           },
           nb::arg("desc"), nb::arg("k_new"), nb::arg("v_new"), nb::arg("slot_mapping"), nb::arg("k_cache"),
           nb::arg("v_cache"), nb::arg("stream") = 0, nb::arg("num_threads") = 0,

@@ -105,15 +105,8 @@ void bind_flex_calls(nb::class_<Backend>& backend) {
             a.q_indices = c.add(q_indices);
             a.full_q_num_blocks = c.add(full_q_num_blocks);
             a.full_q_indices = c.add(full_q_indices);
-            const attnrt_attention_desc d = flex.on(desc);
-            const attnrt_exec exec{sizeof(attnrt_exec), reinterpret_cast<void*>(stream), nullptr, 0, num_threads};
-            Message msg;
-            attnrt_status status;
-            {
-              nb::gil_scoped_release release;
-              status = attnrt_backend_create_block_mask(self.handle, &d, &a, &exec, &msg.m);
-            }
-            check(status, msg);
+            call_with_workspace(self, flex.on(desc), a, std::nullopt, stream, num_threads,
+                                attnrt_backend_create_block_mask);
           },
           nb::arg("desc"), nb::arg("flex"), nb::arg("kv_num_blocks"), nb::arg("kv_indices"),
           nb::arg("full_kv_num_blocks").none() = nb::none(), nb::arg("full_kv_indices").none() = nb::none(),

@@ -151,8 +151,9 @@ inline attnrt_exec make_exec(const OptArray& workspace, uintptr_t stream, int32_
   return exec;
 }
 
-// One forward or backward call with the GIL released, into the caller's workspace always (none
-// when `workspace` is None): nothing is allocated on this path.
+// One call that takes an attnrt_exec (forward, backward, append_kv, create_block_mask) with the
+// GIL released, into the caller's workspace always (none when `workspace` is None): nothing is
+// allocated on this path.
 template <class Args, class WithWorkspace>
 inline void call_with_workspace(const Backend& self, const attnrt_attention_desc& desc, const Args& a,
                                 const OptArray& workspace, uintptr_t stream, int32_t num_threads,
