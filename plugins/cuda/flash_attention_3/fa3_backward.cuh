@@ -147,7 +147,7 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
   constexpr bool kSparse = Policy::kElementMask;
   using Smem = BackwardSmem<T, HD, BM, BN, STAGES, kSparse>;
   extern __shared__ unsigned char smem_raw[];
-  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  Smem& sm = hopper::aligned_shared<Smem>(smem_raw);
 
   const BackwardTile tile = backward_tile(p, ceil_div(p.seqlen_k, BN), band);
   const int n_block = tile.n_block, hk = tile.hk, b = tile.b;

@@ -159,7 +159,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise:
   // the launch adds 1 KB of slack.
   extern __shared__ unsigned char smem_raw[];
-  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  Smem& sm = hopper::aligned_shared<Smem>(smem_raw);
 
   // Persistent (FlashAttention-3's tile schedulers): each CTA starts on tile blockIdx.x and goes
   // on to blockIdx.x + gridDim.x, ... where every tile costs the same, or, with kDynamic (tiles of

@@ -176,9 +176,7 @@ class FlexAttentionCuda {
     void* args[] = {&p, const_cast<attnrt_flex::KernelParams*>(&x)};
     const dim3 rows(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
     if (p.seqlen_q > 0) {
-      launch(m->softmax_d, rows, 128, 0, args, e, what);
-      const size_t lse_rows = size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * p.seqlen_q);
-      check_cuda(cudaMemsetAsync(p.dq_accum, 0, lse_rows * d.head_dim * sizeof(float), stream(e)), what);
+      launch(m->softmax_d, rows, 128, 0, args, e, what);  // zeroes dq_accum's rows too
     }
     const BackwardShapes& s = m->backward;
     if (p.seqlen_k > 0) {

@@ -32,13 +32,22 @@ __device__ __forceinline__ WarpRow warp_row(const AttentionParams& p) {
 }
 
 // D_i = rowsum(dO_i * O_i): the softmax Jacobian's correction term (FlashAttention-2, Algorithm 2,
-// line 4), handed to the score policy too (on_row_d: the sinks' gradient).
+// line 4), handed to the score policy too (on_row_d: the sinks' gradient). Where the call
+// accumulates dQ, the row's accumulator is zeroed here too (FlashAttention-3's preprocess kernel
+// does the same), where a cudaMemsetAsync of the whole accumulator took 40 us of a 2.7 ms hd128
+// backward on the H100 (bench/results/fa3-bwd-fixed-2026-11-26/call1). Rows past a sequence's end
+// are left as they are: no kernel adds to them or reads them.
 template <class T, int HD, class Policy>
 __global__ void __launch_bounds__(128) softmax_d_kernel(const AttentionParams p) {
   const WarpRow row = warp_row(p);
   if (!row.valid) return;
   const int b = row.b, h = row.h, i = row.i, lane = row.lane;
   const Seq& seq = row.seq;
+  if (p.dq_accum) {
+    static_assert(HD % 4 == 0, "the accumulator's rows are zeroed 16 bytes at a time");
+    float* acc_row = p.dq_accum + lse_index(p, seq, h, i) * HD;
+    for (int c = lane * 4; c < HD; c += 128) *reinterpret_cast<float4*>(acc_row + c) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   const T* o = head_base<const T>(p, p.out, b, h, true) + int64_t(i) * p.out.row_stride;
   const T* d = head_base<const T>(p, p.dout, b, h, true) + int64_t(i) * p.dout.row_stride;
   float acc = 0.f;
@@ -139,22 +148,14 @@ __device__ __forceinline__ void atomic_add4(float* addr, float4 v) {
 }
 
 #ifndef __CUDACC_RTC__
-// Rows of lse / softmax_d / dq_accum: (batch x seqlen_q or total_q) x heads_q.
-inline size_t lse_rows(const AttentionParams& p) {
-  return size_t(p.heads_q) * (p.cu_seqlens_q ? size_t(p.total_q) : size_t(p.batch) * size_t(p.seqlen_q));
-}
-
 // What a backward launches before its dK/dV kernel: D (and, through the policy, each row's share
-// of dsinks), the zeroed dQ accumulator when the call accumulates one, and the dsinks sum.
+// of dsinks) with the dQ accumulator's rows zeroed when the call accumulates one, and the dsinks sum.
 template <class T, int HD, class Policy>
 cudaError_t launch_backward_rows(const AttentionParams& p, cudaStream_t stream) {
   if (p.seqlen_q > 0) {
     const dim3 row_grid(ceil_div(p.seqlen_q, 4), p.heads_q, p.batch);  // one warp per query row
-    softmax_d_kernel<T, HD, Policy><<<row_grid, 128, 0, stream>>>(p);
-    cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess && p.dq_accum)
-      err = cudaMemsetAsync(p.dq_accum, 0, lse_rows(p) * HD * sizeof(float), stream);
-    if (err != cudaSuccess) return err;
+    softmax_d_kernel<T, HD, Policy><<<row_grid, 128, 0, stream>>>(p);  // zeroes dq_accum's rows too
+    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   if (p.dsinks) {  // sinks: every row's share is written above (zero-length calls: all zero)
     dsinks_kernel<<<p.heads_q, 256, 0, stream>>>(p);  // 256: its template's thread count

@@ -26,6 +26,18 @@ __device__ __forceinline__ void tma_load_4d(const CUtensorMap* map, uint64_t* ba
       : "memory");
 }
 
+// The kernel's shared storage at the first 1024-byte boundary of the dynamic shared memory `raw`
+// (TMA's 128-byte swizzle wants its tiles 1024-byte aligned; launches add 1 KB for it). Formed as
+// an offset from `raw`, so that the compiler still knows the storage lives in shared memory: the
+// round trip through an integer (uintptr_t) that aligned it before left every thread's access to
+// it a generic LD.E/ST.E, resolved through the L1TEX pipe (flash_attention_3's backward stalled on
+// its reads of the rows' lse and D, bench/results/fa3-bwd-fixed-2026-11-26/call2).
+template <class Storage>
+__device__ __forceinline__ Storage& aligned_shared(unsigned char* raw) {
+  const uint32_t misalign = static_cast<uint32_t>(__cvta_generic_to_shared(raw)) & 1023u;
+  return *reinterpret_cast<Storage*>(raw + ((1024u - misalign) & 1023u));
+}
+
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
