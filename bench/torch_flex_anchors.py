@@ -71,7 +71,10 @@ def main():
     ap.add_argument("--backward", action="store_true")
     ap.add_argument("--block-mask", action="store_true")
     ap.add_argument("--csv")
+    ap.add_argument("--mods", help="comma-separated mod names to time (default: every mod)")
     args = ap.parse_args()
+    wanted = set(args.mods.split(",")) if args.mods else None
+    chosen = lambda seqlen: [m for m in mods(seqlen, args.heads) if wanted is None or m[0] in wanted]
     out = open(args.csv, "w") if args.csv else None
     # One compiled graph per mod and shape: past dynamo's default limit of 8 it would fall back
     # to flex_attention's unfused eager path (80-107 ms at 8k, measured) without failing.
@@ -88,7 +91,7 @@ def main():
     row("backend,mod,batch,heads,seqlen,head_dim,ms,tflops,visible_pairs,note")
     if args.block_mask:
         for seqlen in map(int, args.seqlen.split(",")):
-            for name, score_mod, mask_mod in mods(seqlen, args.heads):
+            for name, score_mod, mask_mod in chosen(seqlen):
                 if score_mod is not None or name == "dense":
                     continue  # the score mods' mask is causal's
                 for backend, compile_ in (("torch_create_block_mask", False),
@@ -108,7 +111,7 @@ def main():
             q, k, v = (torch.randn(args.batch, args.heads, seqlen, hd, device="cuda", dtype=torch.bfloat16)
                        for _ in range(3))
             qi = torch.arange(seqlen, device="cuda")
-            for name, score_mod, mask_mod in mods(seqlen, args.heads):
+            for name, score_mod, mask_mod in chosen(seqlen):
                 # broadcast: a rule of q alone (dense's q >= 0) gives a column, not the square
                 visible = float(torch.broadcast_to(mask_mod(0, 0, qi[:, None], qi[None, :]), (seqlen, seqlen)).sum())
                 try:
