@@ -360,7 +360,8 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
 
     // Block-sparse, a partial tile: which of the step's queries each of this thread's two keys
     // sees, one bit per accumulator column (k = 2 nt + c), formed before the products are issued
-    // while S^T and dP^T are not live (the forward's keys_seen, transposed).
+    // while S^T and dP^T are not live (the forward's keys_seen, transposed, unrolled as it is:
+    // a sliding window's backward ran 1.07-1.15x faster).
     static_assert(BM / 4 <= 32, "a key's queries of this thread fit one word");
     uint32_t seen[2] = {~0u, ~0u};
     bool element_mask = false;
@@ -371,7 +372,7 @@ __device__ __forceinline__ void backward_body(const AttentionParams& p, const CU
         for (int r = 0; r < 2; ++r) {
           const int j = n0 + key_in_block + 8 * r;
           uint32_t bits = 0;
-#pragma unroll 1
+#pragma unroll
           for (int k = 0; k < BM / 4; ++k) {
             bits |= static_cast<uint32_t>(pol.visible(h, m0 + (k >> 1) * 8 + 2 * t + (k & 1), j)) << k;
           }

@@ -459,7 +459,11 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // accumulator column (k = 2 nt + e): none where this warpgroup's state of the block is
     // skipped, the policy's predicate where it is partial, all where full. Formed before the
     // step's products are issued, while S is not live: evaluated beside S (the softmax), the
-    // predicates' operands spilled (296 bytes a thread at head_dim 128).
+    // predicates' operands spilled (296 bytes a thread at head_dim 128). The columns' loop is
+    // unrolled, so that the mask_mod's calls are independent instructions the scheduler can
+    // interleave: rolled, its dependent index, compare and branch per column were the hottest
+    // instructions of a sliding window's forward, which ran 1.19-1.29x faster unrolled (H100,
+    // bench/results/flex-short-walks-2026-11-26).
     static_assert(BN / 4 <= 32, "a row's keys of this thread fit one word");
     constexpr uint32_t kAllKeys = BN / 4 == 32 ? ~0u : (1u << (BN / 4)) - 1;
     uint32_t seen[2] = {kAllKeys, kAllKeys};
@@ -473,7 +477,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
           if (partial) {
             const int i = m0 + row_in_block + 8 * r;
             uint32_t bits = 0;
-#pragma unroll 1
+#pragma unroll
             for (int k = 0; k < BN / 4; ++k) {
               bits |= static_cast<uint32_t>(pol.visible(h, i, n0 + (k >> 1) * 8 + 2 * t + (k & 1))) << k;
             }
