@@ -11,11 +11,9 @@ import os
 from collections import defaultdict
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-import attnrt.torch as at
+from attention_cases import attention, cases, qkv
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--hdim", default="128")
@@ -26,58 +24,38 @@ ap.add_argument("--reps", type=int, default=20)
 ap.add_argument("--impl-first", action="store_true", help="time --impl before PyTorch's backends in each case")
 args = ap.parse_args()
 
-
-def runner(name, q, k, v, causal):
-    if name == "torch_cudnn" or name == "torch_flash":
-        backend = SDPBackend.CUDNN_ATTENTION if name == "torch_cudnn" else SDPBackend.FLASH_ATTENTION
-
-        def fwd():
-            with sdpa_kernel([backend]):
-                return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                      is_causal=causal)
-        return fwd
-    return lambda: at.attention(q, k, v, implementation=name, causal=causal)
-
-
 rows = []
-for hd in (int(x) for x in args.hdim.split(",")):
-    heads = 2048 // hd
-    for s in (int(x) for x in args.seqlen.split(",")):
-        batch = max(1, 16384 // s)
-        for mask in args.mask.split(","):
-            causal = mask == "causal"
-            order = ("torch_cudnn", "torch_flash", args.impl)
-            for name in (order[2:] + order[:2] if args.impl_first else order):
-                g = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(batch, s, heads, hd, device="cuda", dtype=torch.bfloat16, generator=g)
-                           .requires_grad_() for _ in range(3))
-                out = runner(name, q, k, v, causal)()
-                dout = torch.randn_like(out)
-                grad = lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
-                for _ in range(5):
-                    grad()
-                torch.cuda.synchronize()
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(args.reps):
-                        grad()
-                    torch.cuda.synchronize()
-                per_kernel = defaultdict(float)
-                first, last = None, None
-                for ev in prof.events():
-                    if ev.device_type != torch.autograd.DeviceType.CUDA:
-                        continue
-                    per_kernel[ev.name] += ev.device_time / args.reps
-                    first = ev.time_range.start if first is None else min(first, ev.time_range.start)
-                    last = ev.time_range.end if last is None else max(last, ev.time_range.end)
-                span = (last - first) / args.reps
-                busy = sum(per_kernel.values())
-                case = f"hd{hd}_s{s}_b{batch}_{mask}"
-                print(f"{case} {name}: span {span:.1f} us/call, kernels {busy:.1f} us", flush=True)
-                for kname, us in sorted(per_kernel.items(), key=lambda kv: -kv[1]):
-                    print(f"    {us:9.1f} us  {kname[:150]}")
-                    rows.append(dict(case=case, impl=name, kernel=kname[:200], us=round(us, 2)))
-                rows.append(dict(case=case, impl=name, kernel="(span per call)", us=round(span, 2)))
-                del q, k, v, out, dout
+for hd, heads, s, batch, mask, causal in cases(args.hdim, args.seqlen, args.mask):
+    order = ("torch_cudnn", "torch_flash", args.impl)
+    for name in (order[2:] + order[:2] if args.impl_first else order):
+        q, k, v = qkv(batch, s, heads, hd)
+        out = attention(name, q, k, v, causal)
+        dout = torch.randn_like(out)
+        grad = lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+        for _ in range(5):
+            grad()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.reps):
+                grad()
+            torch.cuda.synchronize()
+        per_kernel = defaultdict(float)
+        first, last = None, None
+        for ev in prof.events():
+            if ev.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            per_kernel[ev.name] += ev.device_time / args.reps
+            first = ev.time_range.start if first is None else min(first, ev.time_range.start)
+            last = ev.time_range.end if last is None else max(last, ev.time_range.end)
+        span = (last - first) / args.reps
+        busy = sum(per_kernel.values())
+        case = f"hd{hd}_s{s}_b{batch}_{mask}"
+        print(f"{case} {name}: span {span:.1f} us/call, kernels {busy:.1f} us", flush=True)
+        for kname, us in sorted(per_kernel.items(), key=lambda kv: -kv[1]):
+            print(f"    {us:9.1f} us  {kname[:150]}")
+            rows.append(dict(case=case, impl=name, kernel=kname[:200], us=round(us, 2)))
+        rows.append(dict(case=case, impl=name, kernel="(span per call)", us=round(span, 2)))
+        del q, k, v, out, dout
 
 path = os.path.join(os.environ.get("OUT", "/tmp"), "backward_kernels.csv")
 with open(path, "w", newline="") as f:

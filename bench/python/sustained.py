@@ -13,11 +13,9 @@ import subprocess
 import time
 
 import torch
-import torch.nn.functional as F
 import triton
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import attnrt.torch as at
+from attention_cases import attention, cases, qkv
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--hdim", default="128")
@@ -32,58 +30,41 @@ smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.dra
                         "--format=csv,noheader,nounits", "-lms", "100"],
                        stdout=open(os.path.join(out_dir, "smi.csv"), "w"), stderr=subprocess.DEVNULL)
 
-
-def attention(name, q, k, v, causal):
-    if name.startswith("torch_"):
-        backend = SDPBackend.CUDNN_ATTENTION if name == "torch_cudnn" else SDPBackend.FLASH_ATTENTION
-        with sdpa_kernel([backend]):
-            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                  is_causal=causal).transpose(1, 2)
-    return at.attention(q, k, v, implementation=name, causal=causal)
-
-
 rows = []
-for hd in (int(x) for x in args.hdim.split(",")):
-    heads = 2048 // hd
-    for s in (int(x) for x in args.seqlen.split(",")):
-        batch = max(1, 16384 // s)
-        for mask in args.mask.split(","):
-            causal = mask == "causal"
-            flops = 4.0 * batch * heads * s * s * hd * (0.5 if causal else 1.0) * 2.5
-            for rnd in (1, 2):
-                for name in ("torch_cudnn", args.impl):
-                    g = torch.Generator(device="cuda").manual_seed(0)
-                    q, k, v = (torch.randn(batch, s, heads, hd, device="cuda", dtype=torch.bfloat16, generator=g)
-                               .requires_grad_() for _ in range(3))
-                    o = attention(name, q, k, v, causal)
-                    do = torch.randn_like(o)
-                    step = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
-                    ms_bench = triton.testing.do_bench(step, warmup=25, rep=100, return_mode="median")
-                    # back to back for `seconds`, then the median of the last half's per-call times
-                    times, t0 = [], time.time()
-                    t_start = time.time()
-                    while time.time() - t0 < args.seconds:
-                        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                               for _ in range(10)]
-                        for a, b in evs:
-                            a.record()
-                            step()
-                            b.record()
-                        torch.cuda.synchronize()
-                        times += [a.elapsed_time(b) for a, b in evs]
-                    t_end = time.time()
-                    late = sorted(times[len(times) // 2:])
-                    ms_sustained = late[len(late) // 2]
-                    case = f"hd{hd}_s{s}_b{batch}_{mask}_bwd"
-                    row = dict(case=case, impl=name, round=rnd, ms_do_bench=round(ms_bench, 4),
-                               tflops_do_bench=round(flops / ms_bench / 1e9, 1), ms_sustained=round(ms_sustained, 4),
-                               tflops_sustained=round(flops / ms_sustained / 1e9, 1), calls=len(times),
-                               t_start=round(t_start, 2), t_end=round(t_end, 2))
-                    rows.append(row)
-                    print(row, flush=True)
-                    del q, k, v, o, do
-                    torch.cuda.empty_cache()
-                    time.sleep(1.0)
+for hd, heads, s, batch, mask, causal in cases(args.hdim, args.seqlen, args.mask):
+    flops = 4.0 * batch * heads * s * s * hd * (0.5 if causal else 1.0) * 2.5
+    for rnd in (1, 2):
+        for name in ("torch_cudnn", args.impl):
+            q, k, v = qkv(batch, s, heads, hd)
+            o = attention(name, q, k, v, causal)
+            do = torch.randn_like(o)
+            step = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+            ms_bench = triton.testing.do_bench(step, warmup=25, rep=100, return_mode="median")
+            # back to back for `seconds`, then the median of the last half's per-call times
+            times, t0 = [], time.time()
+            t_start = time.time()
+            while time.time() - t0 < args.seconds:
+                evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                       for _ in range(10)]
+                for a, b in evs:
+                    a.record()
+                    step()
+                    b.record()
+                torch.cuda.synchronize()
+                times += [a.elapsed_time(b) for a, b in evs]
+            t_end = time.time()
+            late = sorted(times[len(times) // 2:])
+            ms_sustained = late[len(late) // 2]
+            case = f"hd{hd}_s{s}_b{batch}_{mask}_bwd"
+            row = dict(case=case, impl=name, round=rnd, ms_do_bench=round(ms_bench, 4),
+                       tflops_do_bench=round(flops / ms_bench / 1e9, 1), ms_sustained=round(ms_sustained, 4),
+                       tflops_sustained=round(flops / ms_sustained / 1e9, 1), calls=len(times),
+                       t_start=round(t_start, 2), t_end=round(t_end, 2))
+            rows.append(row)
+            print(row, flush=True)
+            del q, k, v, o, do
+            torch.cuda.empty_cache()
+            time.sleep(1.0)
 smi.terminate()
 with open(os.path.join(out_dir, "sustained.csv"), "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
