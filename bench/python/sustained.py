@@ -41,9 +41,8 @@ for hd, heads, s, batch, mask, causal in cases(args.hdim, args.seqlen, args.mask
             step = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
             ms_bench = triton.testing.do_bench(step, warmup=25, rep=100, return_mode="median")
             # back to back for `seconds`, then the median of the last half's per-call times
-            times, t0 = [], time.time()
-            t_start = time.time()
-            while time.time() - t0 < args.seconds:
+            times, t_start = [], time.time()
+            while time.time() - t_start < args.seconds:
                 evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                        for _ in range(10)]
                 for a, b in evs:
