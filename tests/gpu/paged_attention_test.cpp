@@ -233,7 +233,8 @@ TEST_P(PagedGpu, WithinTwiceEagerOfTheReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, PagedGpu, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<PagedNamed>& i) { return i.param.name; });
 
-// Split-KV: the same call unsplit (ATTNRT_PAGED_SPLITS=1) and forced to 2, 7 and 64 splits; each
+// Split-KV: the same call unsplit (ATTNRT_PAGED_SPLITS=1) and forced to 2, 7, 33 and 64 splits (the
+// combine takes a warp a row up to 8 splits, a block a row above); each
 // within the rule, and the split results close to the unsplit ones.
 TEST(PagedGpuSplit, SplitsEqualUnsplitWithinTheRule) {
   if (const std::string why = paged_skip_reason(); !why.empty()) GTEST_SKIP() << why;
@@ -251,7 +252,7 @@ TEST(PagedGpuSplit, SplitsEqualUnsplitWithinTheRule) {
   const ReferenceForward ref = dense_reference(c);
   const Errors base = paged_errors(*gpu.backend("eager"), c, ref);
   std::vector<double> unsplit;
-  for (const char* splits : {"1", "2", "7", "64"}) {
+  for (const char* splits : {"1", "2", "7", "33", "64"}) {
     ScopedEnv env("ATTNRT_PAGED_SPLITS", splits);
     Backend backend(gpu.registry->load(*gpu.registry->find("paged_attention", "cuda")));
     const Errors got = paged_errors(backend, c, ref);

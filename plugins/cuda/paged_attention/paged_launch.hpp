@@ -27,7 +27,8 @@ constexpr int kKeys = kWarps * kWarpKeys;
 // vs decode_bench_stages3.csv). Deeper rings at one block per SM (6 stages: 0.70-0.78x) and
 // 8 warps per block (-1%) were slower too (bench/results/paged-decode-2026-11-24/experiments/).
 constexpr int kStages = 3;
-constexpr int kMaxSplits = 128;  // the most split-KV shares the combine kernel merges
+constexpr int kMaxSplits = 128;   // the most split-KV shares the combine kernel merges
+constexpr int kMaxHeadDim = 256;  // the widest value row the combine kernel merges
 
 // Attention over the paged cache: with p.num_splits == 1 writes out (and lse when set); else
 // each split's partial output and LSE into p.partial_out / p.partial_lse (run_combine merges).
