@@ -234,8 +234,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, PagedGpu, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<PagedNamed>& i) { return i.param.name; });
 
 // Split-KV: the same call unsplit (ATTNRT_PAGED_SPLITS=1) and forced to 2, 7, 33 and 64 splits (the
-// combine takes a warp a row up to 8 splits, a block a row above); each
-// within the rule, and the split results close to the unsplit ones.
+// combine takes a warp a row up to 8 splits, a block a row above), with blocks of one group and,
+// where the head_dim allows it, of two (ATTNRT_PAGED_GROUPS=2: each block's keys in two halves
+// that it merges itself); each within the rule, and the results close to the unsplit ones.
 TEST(PagedGpuSplit, SplitsEqualUnsplitWithinTheRule) {
   if (const std::string why = paged_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   Gpu& gpu = Gpu::get();
@@ -252,17 +253,20 @@ TEST(PagedGpuSplit, SplitsEqualUnsplitWithinTheRule) {
   const ReferenceForward ref = dense_reference(c);
   const Errors base = paged_errors(*gpu.backend("eager"), c, ref);
   std::vector<double> unsplit;
-  for (const char* splits : {"1", "2", "7", "33", "64"}) {
-    ScopedEnv env("ATTNRT_PAGED_SPLITS", splits);
-    Backend backend(gpu.registry->load(*gpu.registry->find("paged_attention", "cuda")));
-    const Errors got = paged_errors(backend, c, ref);
-    SCOPED_TRACE(std::string("splits ") + splits);
-    expect_within("out", got.out, base.out, 1e-4);
-    expect_within("lse", got.lse, base.lse, 1e-4);
-    if (unsplit.empty()) {
-      unsplit = test::values(c.paged.out);
-    } else {
-      expect_within("split vs unsplit", test::max_error(test::values(c.paged.out), unsplit), base.out, 1e-4);
+  for (const char* groups : {"1", "2"}) {
+    for (const char* splits : {"1", "2", "7", "33", "64"}) {
+      ScopedEnv env("ATTNRT_PAGED_SPLITS", splits);
+      ScopedEnv env_groups("ATTNRT_PAGED_GROUPS", groups);
+      Backend backend(gpu.registry->load(*gpu.registry->find("paged_attention", "cuda")));
+      const Errors got = paged_errors(backend, c, ref);
+      SCOPED_TRACE(std::string("splits ") + splits + ", groups " + groups);
+      expect_within("out", got.out, base.out, 1e-4);
+      expect_within("lse", got.lse, base.lse, 1e-4);
+      if (unsplit.empty()) {
+        unsplit = test::values(c.paged.out);
+      } else {
+        expect_within("split vs unsplit", test::max_error(test::values(c.paged.out), unsplit), base.out, 1e-4);
+      }
     }
   }
 }

@@ -25,6 +25,13 @@
 //     split-KV merge inside the block), and the block writes out and LSE, or its split's
 //     normalized partial output and LSE for the combine kernel.
 // A sink joins split 0's warp 0 only, so the merges count it once.
+//
+// kGroups: a block of two groups of kWarps warps (head_dim up to 128) is two such pipelines, each
+// with its own ring and its own half of the split's keys, synchronized by named barriers, merged
+// with the warps' states at the end: two key streams of one (sequence, KV head) per block without
+// a partial output for each. 16 x 8k decode (128 (sequence, KV head) pairs on 132 SMs) needs two
+// streams a pair to fill the SMs; as two splits, the second stream's partial rows and the combine
+// kernel after the grid cost what the block's own merge does not.
 #pragma once
 
 #include "paged_launch.hpp"
@@ -86,7 +93,7 @@ __device__ __forceinline__ BlockRange split_tiles(int k_len, int splits, int s) 
 }
 
 // Shared-memory layout and load geometry of the kernel for one head_dim.
-template <int HD>
+template <int HD, int kGroups = 1>
 struct Geometry {
   static_assert(HD % 16 == 0, "k16 steps of Q K^T");
   static constexpr int kStride = HD + 8;  // padded row of Q (tile.cuh): conflict-free ldmatrix
@@ -103,28 +110,53 @@ struct Geometry {
   // they would spill, so Q is read from shared memory per tile there (flash_attention_2's rule).
   static constexpr bool kQInRegs = HD <= 128;
   static constexpr size_t kQBytes = size_t(kRows) * kStride * 2;
-  static constexpr size_t kKVBytes = size_t(2) * kStages * kKeys * HD * 2;
-  static constexpr size_t kMergeBytes = sizeof(float) * kWarps * kRows * (kOStride + 2);
-  static_assert(kMergeBytes <= kKVBytes, "the merge reuses the K/V buffers");
-  static constexpr size_t kSmem = kQBytes + kKVBytes;
+  static constexpr size_t kKVBytes = size_t(2) * kStages * kKeys * HD * 2;  // one group's ring
+  static constexpr size_t kMergeBytes = sizeof(float) * kGroups * kWarps * kRows * (kOStride + 2);
+  static_assert(kMergeBytes <= kGroups * kKVBytes, "the merge reuses the K/V buffers");
+  static constexpr size_t kSmem = kQBytes + kGroups * kKVBytes;
 };
 
-template <int HD>
+template <int HD, int kGroups = 1>
 constexpr size_t smem_bytes() {
-  return Geometry<HD>::kSmem;
+  return Geometry<HD, kGroups>::kSmem;
 }
 
-template <class T, class Policy, int HD>
-__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_constant__ PagedParams p) {
-  using G = Geometry<HD>;
+// Whether two groups' rings fit one block's shared memory (227 KB on sm_90, 163 KB on sm_80; the
+// kernel is only launched with two where the device's opt-in limit holds it, run_attention).
+template <int HD>
+constexpr bool kTwoGroups = smem_bytes<HD, 2>() <= 227 * 1024;
+
+// The barrier of group `g` of kGroups (the whole block when there is one): bar.sync with ids 1
+// and 2, as CUTLASS's NamedBarrier, so each group's ring advances on its own.
+template <int kGroups>
+__device__ __forceinline__ void group_sync(int g) {
+  if constexpr (kGroups == 1) {
+    __syncthreads();
+  } else {
+    // Immediate ids (a register id would make the compiler reserve all 16 barriers).
+    if (g == 0) {
+      asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory");
+    } else {
+      asm volatile("bar.sync 2, %0;" ::"n"(kThreads) : "memory");
+    }
+  }
+}
+
+template <class T, class Policy, int HD, int kGroups>
+__global__ void __launch_bounds__(kThreads* kGroups) paged_attention_kernel(const __grid_constant__ PagedParams p) {
+  using G = Geometry<HD, kGroups>;
   constexpr int S = G::kStride;
+  constexpr int kBlockThreads = kThreads * kGroups, kBlockWarps = kWarps * kGroups;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sQ = reinterpret_cast<T*>(smem_raw);  // [kRows][S]
-  T* sK = sQ + kRows * S;                  // [kStages][kKeys][HD], rows swizzled (G::KVRows)
-  T* sV = sK + kStages * kKeys * HD;       // [kStages][kKeys][HD], rows swizzled
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  // This thread's group (its ring, its half of the split's keys), its index and warp in the group.
+  const int part = tid / kThreads, gtid = tid % kThreads, gwarp = warp % kWarps;
+  T* sQ = reinterpret_cast<T*>(smem_raw);         // [kRows][S]
+  T* sKV = sQ + kRows * S;                        // the groups' rings, then the merge's floats
+  T* sK = sKV + part * 2 * kStages * kKeys * HD;  // [kStages][kKeys][HD], rows swizzled (G::KVRows)
+  T* sV = sK + kStages * kKeys * HD;              // [kStages][kKeys][HD], rows swizzled
 
   const AttentionParams& a = p.attn;
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int b = static_cast<int>(blockIdx.x) / a.heads_kv, kv_head = static_cast<int>(blockIdx.x) % a.heads_kv;
   const int split = static_cast<int>(blockIdx.z);
   const Seq seq = paged_sequence(p, b);
@@ -135,19 +167,22 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
   const int i_first = r0 / group, i_last = (r0 + rows - 1) / group;
   const Policy policy(a, seq);
   const BlockRange seen = policy.key_blocks(i_first, i_last - i_first + 1, kKeys);
-  const BlockRange share = split_tiles(seq.k_len, p.num_splits, split);
+  const BlockRange share = split_tiles(seq.k_len, p.num_splits * kGroups, split * kGroups + part);
   const int t_lo = max(seen.lo, share.lo), t_hi = min(seen.hi, share.hi);
 
-  // Q rows (rows past `rows` zero-filled): one cp.async group of its own.
-  const int ld_row = tid / G::kChunks, ld_col = (tid % G::kChunks) * 8;
+  // Q rows (rows past `rows` zero-filled), by the whole block: one cp.async group of its own.
 #pragma unroll
-  for (int r = ld_row; r < kRows; r += G::kRowsPerPass) {
+  for (int c = tid; c < kRows * G::kChunks; c += kBlockThreads) {
+    const int r = c / G::kChunks, col = (c % G::kChunks) * 8;
     const bool valid = r < rows;
     const T* src = static_cast<const T*>(a.q.data);
-    if (valid) src = query_row<T>(a, a.q, b, (r0 + r) / group, kv_head * group + (r0 + r) % group) + ld_col;
-    cp_async_16(sQ + r * S + ld_col, src, valid);
+    if (valid) src = query_row<T>(a, a.q, b, (r0 + r) / group, kv_head * group + (r0 + r) % group) + col;
+    cp_async_16(sQ + r * S + col, src, valid);
   }
   cp_async_commit();
+
+  // The group's threads copy K and V: 16-byte chunks of fixed columns down the tile's rows.
+  const int ld_row = gtid / G::kChunks, ld_col = (gtid % G::kChunks) * 8;
 
   const T* k_head = static_cast<const T*>(p.k.data) + static_cast<int64_t>(kv_head) * p.k.head_stride + ld_col;
   const T* v_head = static_cast<const T*>(p.v.data) + static_cast<int64_t>(kv_head) * p.v.head_stride + ld_col;
@@ -194,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
   }
   if (t_lo + kStages - 1 < t_hi) fetch_pages(t_lo + kStages - 1, pages);
 
-  cp_async_wait<kStages - 1>();  // Q has landed
+  cp_async_wait<kStages - 1>();  // Q has landed (the whole block's copies: one block barrier)
   __syncthreads();
   uint32_t qf[G::kQInRegs ? HD / 16 : 1][4];
   if constexpr (G::kQInRegs) {
@@ -230,11 +265,11 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
     cp_async_commit();
     if (ahead + 1 < t_hi) fetch_pages(ahead + 1, pages);  // in flight while this tile is computed
     cp_async_wait<kStages - 1>();                         // tile `tile` has landed
-    __syncthreads();
+    group_sync<kGroups>(part);
 
-    const int n0 = tile * kKeys + warp * kWarpKeys;            // this warp's first key
-    const T* wK = sK + (buf * kKeys + warp * kWarpKeys) * HD;  // (its rows' swizzle: row % 8 unchanged)
-    const T* wV = sV + (buf * kKeys + warp * kWarpKeys) * HD;
+    const int n0 = tile * kKeys + gwarp * kWarpKeys;            // this warp's first key
+    const T* wK = sK + (buf * kKeys + gwarp * kWarpKeys) * HD;  // (its rows' swizzle: row % 8 unchanged)
+    const T* wV = sV + (buf * kKeys + gwarp * kWarpKeys) * HD;
     float s[1][kWarpKeys / 8][4];
 #pragma unroll
     for (int nt = 0; nt < kWarpKeys / 8; ++nt) s[0][nt][0] = s[0][nt][1] = s[0][nt][2] = s[0][nt][3] = 0.f;
@@ -320,15 +355,16 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
                                                                                                          lane);
     row_sum[0] += sum[0];
     row_sum[1] += sum[1];
-    __syncthreads();  // every warp is done with `buf` before the next tile's copies refill it
+    group_sync<kGroups>(part);  // every warp is done with `buf` before the next tile's copies refill it
   }
   cp_async_wait<0>();
   __syncthreads();  // the K/V buffers are free: the merge reuses them
 
-  // The warps' states through shared memory: O [kWarps][kRows][kOStride], max and sum [kWarps][kRows].
-  float* m_o = reinterpret_cast<float*>(sK);
-  float* m_max = m_o + kWarps * kRows * G::kOStride;
-  float* m_sum = m_max + kWarps * kRows;
+  // The warps' states through shared memory: O [kBlockWarps][kRows][kOStride], max and sum
+  // [kBlockWarps][kRows].
+  float* m_o = reinterpret_cast<float*>(sKV);
+  float* m_max = m_o + kBlockWarps * kRows * G::kOStride;
+  float* m_sum = m_max + kBlockWarps * kRows;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int m = g + 8 * r;
@@ -348,14 +384,14 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
   // Merge by the warps' maxima (the LSE merge of split-KV, inside the block), normalize, and
   // write 8 columns of one row per item: out (and lse), or this split's partial output and LSE.
   const int64_t all_rows = static_cast<int64_t>(a.heads_q) * a.total_q;
-  for (int item = tid; item < rows * G::kChunks; item += kThreads) {
+  for (int item = tid; item < rows * G::kChunks; item += kBlockThreads) {
     const int m = item / G::kChunks, col = (item % G::kChunks) * 8;
     float mx = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, m_max[w * kRows + m]);
-    float f[kWarps], total = 0.f;
+    for (int w = 0; w < kBlockWarps; ++w) mx = fmaxf(mx, m_max[w * kRows + m]);
+    float f[kBlockWarps], total = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < kBlockWarps; ++w) {
       const float wm = m_max[w * kRows + m];
       f[w] = wm == -INFINITY ? 0.f : fast_exp2((wm - mx) * c);
       total += f[w] * m_sum[w * kRows + m];
@@ -364,7 +400,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
     const float inv = end.inv();
     float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < kBlockWarps; ++w) {
       const float4* src = reinterpret_cast<const float4*>(m_o + (w * kRows + m) * G::kOStride + col);
       const float4 lo = src[0], hi = src[1];
       x[0] += f[w] * lo.x;
@@ -395,30 +431,60 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const __grid_
   }
 }
 
-template <class Policy, int HD>
-cudaError_t run_attention(const PagedParams& p, bool bf16, cudaStream_t stream) {
-  auto kernel = bf16 ? paged_attention_kernel<__nv_bfloat16, Policy, HD> : paged_attention_kernel<__half, Policy, HD>;
-  constexpr size_t smem = smem_bytes<HD>();
+template <class T, class Policy, int HD, int kGroups>
+cudaError_t launch_attention(const PagedParams& p, cudaStream_t stream) {
+  auto kernel = paged_attention_kernel<T, Policy, HD, kGroups>;
+  constexpr size_t smem = smem_bytes<HD, kGroups>();
   if (smem > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess) return e;
   }
   const dim3 grid(static_cast<unsigned>(p.attn.batch * p.attn.heads_kv), static_cast<unsigned>(p.row_blocks),
                   static_cast<unsigned>(p.num_splits));
-  kernel<<<grid, kThreads, smem, stream>>>(p);
+  kernel<<<grid, kThreads * kGroups, smem, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <class Policy, int HD>
-int blocks_per_sm(bool bf16) {
-  auto kernel = bf16 ? paged_attention_kernel<__nv_bfloat16, Policy, HD> : paged_attention_kernel<__half, Policy, HD>;
-  constexpr size_t smem = smem_bytes<HD>();
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
-    return 1;
+cudaError_t run_attention(const PagedParams& p, bool bf16, cudaStream_t stream) {
+  if (p.groups == 2) {
+    if constexpr (kTwoGroups<HD>) {
+      return bf16 ? launch_attention<__nv_bfloat16, Policy, HD, 2>(p, stream)
+                  : launch_attention<__half, Policy, HD, 2>(p, stream);
+    } else {
+      return cudaErrorInvalidValue;  // the plugin asks two_groups first
+    }
   }
-  int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem) != cudaSuccess) return 1;
+  return bf16 ? launch_attention<__nv_bfloat16, Policy, HD, 1>(p, stream)
+              : launch_attention<__half, Policy, HD, 1>(p, stream);
+}
+
+template <class Policy, int HD>
+int blocks_per_sm(bool bf16, int groups) {
+  if (groups == 2 && !kTwoGroups<HD>) return 0;
+  auto resident = [&](auto kernel, size_t smem, int threads) {
+    // A failed query leaves its error as the thread's last one: cleared, so the next launch's
+    // cudaGetLastError reports that launch.
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;  // more than the device's opt-in limit (sm_80's 163 KB): not launched
+    }
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return blocks;
+  };
+  if (groups == 2) {
+    if constexpr (kTwoGroups<HD>) {
+      return bf16 ? resident(paged_attention_kernel<__nv_bfloat16, Policy, HD, 2>, smem_bytes<HD, 2>(), 2 * kThreads)
+                  : resident(paged_attention_kernel<__half, Policy, HD, 2>, smem_bytes<HD, 2>(), 2 * kThreads);
+    }
+  }
+  const int blocks = bf16 ? resident(paged_attention_kernel<__nv_bfloat16, Policy, HD, 1>, smem_bytes<HD>(), kThreads)
+                          : resident(paged_attention_kernel<__half, Policy, HD, 1>, smem_bytes<HD>(), kThreads);
   return blocks > 0 ? blocks : 1;
 }
 
@@ -427,4 +493,4 @@ int blocks_per_sm(bool bf16) {
 #define ATTNRT_PAGED_INSTANTIATE(Policy, HD)                                                                         \
   template cudaError_t attnrt::cuda::paged::run_attention<Policy, HD>(const attnrt::cuda::paged::PagedParams&, bool, \
                                                                       cudaStream_t);                                 \
-  template int attnrt::cuda::paged::blocks_per_sm<Policy, HD>(bool);
+  template int attnrt::cuda::paged::blocks_per_sm<Policy, HD>(bool, int);

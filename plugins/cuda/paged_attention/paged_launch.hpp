@@ -32,12 +32,15 @@ constexpr int kMaxHeadDim = 256;  // the widest value row the combine kernel mer
 
 // Attention over the paged cache: with p.num_splits == 1 writes out (and lse when set); else
 // each split's partial output and LSE into p.partial_out / p.partial_lse (run_combine merges).
+// p.groups 2 (a block of two kWarps groups, each half of its split's keys) where
+// blocks_per_sm(bf16, 2) is not 0.
 template <class Policy, int HD>
 cudaError_t run_attention(const PagedParams& p, bool bf16, cudaStream_t stream);
 
-// Thread blocks one run_attention<.., HD> keeps resident per SM (for the split heuristic).
+// Thread blocks of `groups` groups one run_attention<.., HD> keeps resident per SM (for the split
+// heuristic): 0 where two groups do not fit a block (head_dim 256, or the device's shared memory).
 template <class Policy, int HD>
-int blocks_per_sm(bool bf16);
+int blocks_per_sm(bool bf16, int groups);
 
 // Merges p.num_splits partial results into out and lse (FlashDecoding's reduction), right
 // after run_attention on the same stream; `dependent_launch` (sm_90 and later only) lets it

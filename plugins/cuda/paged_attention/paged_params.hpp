@@ -10,8 +10,9 @@
 //   seqused_k    [batch] int32: keys in the cache per sequence (the queries are its last ones:
 //                causal is aligned bottom-right)
 // Split-KV (FlashDecoding, Dao et al. 2023): each sequence's keys are cut into num_splits
-// contiguous ranges of whole key tiles; each split writes its normalized partial output and its
-// LSE to the workspace, and a combine kernel merges them by their LSE.
+// contiguous ranges of whole key tiles (each in `groups` halves that one block merges itself);
+// each split writes its normalized partial output and its LSE to the workspace, and a combine
+// kernel merges them by their LSE.
 #pragma once
 
 #include <attnrt_cuda/params.hpp>
@@ -37,6 +38,7 @@ struct PagedParams {
   int32_t group = 1;             // heads_q / heads_kv: the query heads that share one KV head
   int32_t row_blocks = 0;        // blocks of kRows (token, head) rows per (sequence, KV head)
   int32_t num_splits = 1;        // 1: the kernel writes out and lse itself
+  int32_t groups = 1;            // 2: each block streams its split's keys as two halves (paged_attention.cuh)
   float* partial_out = nullptr;  // [num_splits][heads_q * total_q][head_dim] float (split-KV)
   float* partial_lse = nullptr;  // [num_splits][heads_q * total_q] float, natural log
 };

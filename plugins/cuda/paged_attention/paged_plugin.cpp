@@ -11,8 +11,12 @@
 // shares of whole key tiles (kKeys, paged_launch.hpp); the partial outputs and LSEs go to the
 // workspace (workspace_size answers for the split count the call will use) and a combine kernel
 // merges them. The count is chosen from batch, heads, query rows, the longest sequence and the
-// device's SMs and resident blocks; ATTNRT_PAGED_SPLITS=N (read when the plugin is created)
-// overrides it (1: never split).
+// device's SMs and resident blocks. Where it comes out even and head_dim is at most 128, each
+// block takes two splits' keys as two groups of warps and merges them itself (paged_attention.cuh),
+// so half as many partial outputs are written and merged, none at 16 x 8k decode.
+// ATTNRT_PAGED_SPLITS=N (1: never split) and ATTNRT_PAGED_GROUPS=1|2, read when the plugin is
+// created, override the split count (the partial outputs) and the groups a block (2 where the
+// head_dim allows it).
 //
 // The KV-cache append (ABI 1.2's append_kv; vLLM's reshape_and_cache) writes new tokens into
 // their pages from an int64 slot mapping, negative slots skipped.
@@ -109,18 +113,8 @@ class PagedAttentionPlugin {
        .max_head_dim = HeadDims::kMax,
        .min_cuda_arch = 80});
 
-  PagedAttentionPlugin() {
-    if (const char* env = std::getenv("ATTNRT_PAGED_SPLITS"); env != nullptr && *env != '\0') {
-      char* end = nullptr;
-      const long n = std::strtol(env, &end, 10);
-      if (*end != '\0' || n < 1 || n > kMaxSplits) {
-        throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT, std::string("ATTNRT_PAGED_SPLITS=") + env +
-                                                            ": expected an integer in [1, " +
-                                                            std::to_string(kMaxSplits) + "]");
-      }
-      forced_splits_ = int(n);
-    }
-  }
+  PagedAttentionPlugin()
+      : forced_splits_(env_int("ATTNRT_PAGED_SPLITS", kMaxSplits)), forced_groups_(env_int("ATTNRT_PAGED_GROUPS", 2)) {}
 
   std::string supports(const attnrt_attention_desc& d) const {
     if (!d.is_paged) {
@@ -137,7 +131,7 @@ class PagedAttentionPlugin {
 
   size_t workspace_size(const attnrt_attention_desc& d, bool /*backward*/, int /*num_threads*/) const {
     if (!d.is_paged || !HeadDims::contains(d.head_dim)) return 0;
-    return workspace_for(d, splits(d));
+    return workspace_for(d, plan(d).splits);
   }
 
   void forward(const attnrt_attention_desc& d, const attnrt_forward_args& a, const attnrt_exec& e) {
@@ -152,7 +146,9 @@ class PagedAttentionPlugin {
     p.page_shift = (d.page_size & (d.page_size - 1)) == 0 ? std::countr_zero(uint32_t(d.page_size)) : -1;
     p.group = d.heads_q / d.heads_kv;
     p.row_blocks = int32_t(row_blocks(d));
-    p.num_splits = splits(d);
+    const Plan plan = this->plan(d);
+    p.num_splits = plan.splits;
+    p.groups = plan.groups;
     if (p.attn.total_q == 0) return;
     const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16;
     cudaStream_t stream = static_cast<cudaStream_t>(e.stream);
@@ -215,20 +211,47 @@ class PagedAttentionPlugin {
            aligned(size_t(num_splits) * rows * size_t(d.head_dim_v) * sizeof(float));
   }
 
-  // The split count of a call: a pure function of the descriptor and the device, so
-  // workspace_size and forward agree.
-  int splits(const attnrt_attention_desc& d) const {
+  // An override read from the environment: unset, or an integer in [1, most].
+  static int env_int(const char* name, int most) {
+    const char* env = std::getenv(name);
+    if (env == nullptr || *env == '\0') return 0;
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > most) {
+      throw sdk::Error(ATTNRT_ERROR_INVALID_ARGUMENT,
+                       std::string(name) + "=" + env + ": expected an integer in [1, " + std::to_string(most) + "]");
+    }
+    return int(n);
+  }
+
+  // The split count and groups a block of a call: a pure function of the descriptor and the
+  // device, so workspace_size and forward agree. The heuristic counts key streams (one per block
+  // of one group, as many as a split); an even count goes to blocks of two groups where they
+  // keep as many streams resident per SM.
+  struct Plan {
+    int splits = 1, groups = 1;
+  };
+  Plan plan(const attnrt_attention_desc& d) const {
     const int64_t tiles = (int64_t(d.seqlen_k) + kKeys - 1) / kKeys;
-    if (forced_splits_ > 0) return int(std::min<int64_t>(forced_splits_, std::max<int64_t>(tiles, 1)));
     const Occupancy occ = occupancy(d);
+    const bool two = occ.two_group_blocks > 0 && 2 * occ.two_group_blocks >= occ.blocks_per_sm;
+    Plan plan;
+    if (forced_groups_ == 2 && occ.two_group_blocks > 0) plan.groups = 2;
+    if (forced_splits_ > 0) {
+      plan.splits = int(std::min<int64_t>(forced_splits_, std::max<int64_t>(tiles, 1)));
+      return plan;
+    }
     const int64_t blocks = int64_t(d.batch) * d.heads_kv * row_blocks(d);
-    return heuristic_splits(blocks, occ.sms, occ.blocks_per_sm, tiles);
+    const int streams = heuristic_splits(blocks, occ.sms, occ.blocks_per_sm, tiles);
+    if (forced_groups_ == 0 && two && streams % 2 == 0) plan.groups = 2;
+    plan.splits = std::max(streams / plan.groups, 1);
+    return plan;
   }
 
   // The device's SMs and the kernel's resident blocks per SM, asked once per (device, kernel)
   // and kept: workspace_size and forward both need them on every call.
   struct Occupancy {
-    int sms = 1, blocks_per_sm = 1;
+    int sms = 1, blocks_per_sm = 1, two_group_blocks = 0;
   };
   Occupancy occupancy(const attnrt_attention_desc& d) const {
     const bool bf16 = d.dtype == ATTNRT_DTYPE_BF16;
@@ -243,15 +266,18 @@ class PagedAttentionPlugin {
                "cudaDeviceGetAttribute(multiprocessor count)");
     HeadDims::dispatch(d.head_dim, [&](auto hd) {
       constexpr int kHd = decltype(hd)::value;
-      occ.blocks_per_sm = d.has_sinks ? cuda::paged::blocks_per_sm<cuda::SinkScores, kHd>(bf16)
-                                      : cuda::paged::blocks_per_sm<cuda::StandardScores, kHd>(bf16);
+      for (int groups : {1, 2}) {
+        const int blocks = d.has_sinks ? cuda::paged::blocks_per_sm<cuda::SinkScores, kHd>(bf16, groups)
+                                       : cuda::paged::blocks_per_sm<cuda::StandardScores, kHd>(bf16, groups);
+        (groups == 1 ? occ.blocks_per_sm : occ.two_group_blocks) = blocks;
+      }
     });
     std::lock_guard<std::mutex> lock(occupancy_mutex_);
     occupancy_.emplace(key, occ);
     return occ;
   }
 
-  int forced_splits_ = 0;
+  int forced_splits_ = 0, forced_groups_ = 0;  // 0: the heuristic's
   mutable std::mutex occupancy_mutex_;
   mutable std::map<std::tuple<int32_t, int32_t, bool, bool>, Occupancy> occupancy_;
 };
