@@ -78,7 +78,8 @@ int64_t row_blocks(const attnrt_attention_desc& d) {
 // tiles of the longest sequence allow (at least 2 tiles a split), kMaxSplits or one slot each.
 // (96%, not 90%: with swizzled K/V rows a 1 x 64k step at GQA 4-8 took 0.1130-0.1151 ms in 32
 // splits of 32 tiles (forced as 33), and 0.1140-0.1169 ms in the 30 that 90% chose, pages 16
-// and 64; bench/results/paged-decode-2026-11-24/experiments/call12/. 16 x 8k keeps its 2.)
+// and 64; bench/results/paged-decode-2026-11-24/experiments/call12/. 16 x 8k keeps its 2, now
+// as one block of two groups: plan().)
 int heuristic_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t tiles) {
   constexpr double kUnsplit = 0.9, kFull = 0.96;
   const double slots = double(sms) * std::max(blocks_per_sm, 1);
