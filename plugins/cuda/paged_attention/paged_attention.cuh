@@ -452,39 +452,42 @@ cudaError_t run_attention(const PagedParams& p, bool bf16, cudaStream_t stream) 
       return bf16 ? launch_attention<__nv_bfloat16, Policy, HD, 2>(p, stream)
                   : launch_attention<__half, Policy, HD, 2>(p, stream);
     } else {
-      return cudaErrorInvalidValue;  // the plugin asks two_groups first
+      return cudaErrorInvalidValue;  // the plugin asks blocks_per_sm(bf16, 2) first
     }
   }
   return bf16 ? launch_attention<__nv_bfloat16, Policy, HD, 1>(p, stream)
               : launch_attention<__half, Policy, HD, 1>(p, stream);
 }
 
+// Resident blocks per SM of one kernel, 0 where it cannot be launched. A failed query leaves its
+// error as the thread's last one: cleared, so the next launch's cudaGetLastError reports that
+// launch.
+template <class T, class Policy, int HD, int kGroups>
+int resident_blocks() {
+  auto kernel = paged_attention_kernel<T, Policy, HD, kGroups>;
+  constexpr size_t smem = smem_bytes<HD, kGroups>();
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;  // more than the device's opt-in limit (sm_80's 163 KB)
+  }
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads * kGroups, smem) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return blocks;
+}
+
 template <class Policy, int HD>
 int blocks_per_sm(bool bf16, int groups) {
-  if (groups == 2 && !kTwoGroups<HD>) return 0;
-  auto resident = [&](auto kernel, size_t smem, int threads) {
-    // A failed query leaves its error as the thread's last one: cleared, so the next launch's
-    // cudaGetLastError reports that launch.
-    if (smem > 48 * 1024 &&
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;  // more than the device's opt-in limit (sm_80's 163 KB): not launched
-    }
-    int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return blocks;
-  };
   if (groups == 2) {
     if constexpr (kTwoGroups<HD>) {
-      return bf16 ? resident(paged_attention_kernel<__nv_bfloat16, Policy, HD, 2>, smem_bytes<HD, 2>(), 2 * kThreads)
-                  : resident(paged_attention_kernel<__half, Policy, HD, 2>, smem_bytes<HD, 2>(), 2 * kThreads);
+      return bf16 ? resident_blocks<__nv_bfloat16, Policy, HD, 2>() : resident_blocks<__half, Policy, HD, 2>();
     }
+    return 0;
   }
-  const int blocks = bf16 ? resident(paged_attention_kernel<__nv_bfloat16, Policy, HD, 1>, smem_bytes<HD>(), kThreads)
-                          : resident(paged_attention_kernel<__half, Policy, HD, 1>, smem_bytes<HD>(), kThreads);
+  const int blocks = bf16 ? resident_blocks<__nv_bfloat16, Policy, HD, 1>() : resident_blocks<__half, Policy, HD, 1>();
   return blocks > 0 ? blocks : 1;
 }
 

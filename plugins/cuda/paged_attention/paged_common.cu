@@ -14,6 +14,15 @@ namespace {
 // rather than one batch of 8 after another: a 1 x 64k decode step is 64 rows of 32 splits, and a
 // warp a row left them to 16 blocks, each waiting out four load latencies in turn. A row whose
 // every split saw nothing (lse_s = -inf) gets out 0 and lse -inf.
+// Four merged columns of a row, normalized by `inv`, stored as T at `dst`.
+template <class T>
+__device__ __forceinline__ void store_columns(T* dst, float4 x, float inv) {
+  uint2 packed;
+  packed.x = pack2<T>(x.x * inv, x.y * inv);
+  packed.y = pack2<T>(x.z * inv, x.w * inv);
+  *reinterpret_cast<uint2*>(dst) = packed;
+}
+
 template <class T, int kWarpsPerRow>
 __global__ void __launch_bounds__(kThreads) combine_kernel(const __grid_constant__ PagedParams p) {
   static_assert(kWarpsPerRow == 1 || kWarpsPerRow == kWarps, "a row's warps are one block (its early return)");
@@ -69,10 +78,7 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const __grid_constant
     if constexpr (kWarpsPerRow > 1) {
       sums[warp][d / 4] = x;
     } else {
-      uint2 packed;
-      packed.x = pack2<T>(x.x * inv, x.y * inv);
-      packed.y = pack2<T>(x.z * inv, x.w * inv);
-      *reinterpret_cast<uint2*>(query_row<T>(a, a.out, b, i, h) + d) = packed;
+      store_columns(query_row<T>(a, a.out, b, i, h) + d, x, inv);
     }
   }
   if constexpr (kWarpsPerRow > 1) {
@@ -88,10 +94,7 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const __grid_constant
         x.z += y.z;
         x.w += y.w;
       }
-      uint2 packed;
-      packed.x = pack2<T>(x.x * inv, x.y * inv);
-      packed.y = pack2<T>(x.z * inv, x.w * inv);
-      *reinterpret_cast<uint2*>(query_row<T>(a, a.out, b, i, h) + d) = packed;
+      store_columns(query_row<T>(a, a.out, b, i, h) + d, x, inv);
     }
   }
   if (a.lse != nullptr && part == 0 && lane == 0) a.lse[row] = sum > 0.f ? mx + logf(sum) : -INFINITY;
