@@ -135,9 +135,32 @@ class FlexAttentionCuda {
     sdk::require_workspace(e, workspace_size(d, false, 0), 0);
     const std::shared_ptr<const HopperModule> hm = hopper_module(d, false);
     int32_t* counter = hm ? static_cast<int32_t*>(e.workspace) : nullptr;
-    const attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter);
+    const Rows rows = hm ? forward_rows(d) : Rows::k128;
+    unsigned long long* walks = rows == Rows::kChoose
+                                    ? reinterpret_cast<unsigned long long*>(static_cast<char*>(e.workspace) + kWalksAt)
+                                    : nullptr;
+    if (walks) {  // attnrt_flex_block_states adds to the sums
+      check_cuda(cudaMemsetAsync(walks, 0, 2 * sizeof(*walks), stream(e)),
+                 "flex_attention forward: clearing the walks");
+    }
+    attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter, walks);
     if (hm) {
-      hopper_forward(d, a, e, *hm, x);
+      // (A 192-row variant that does not link leaves the call on 128 rows, as hopper_module leaves
+      // a call that cannot take the Hopper kernels on flash_attention_2's.)
+      const std::shared_ptr<const HopperModule> tall = rows == Rows::k128 ? nullptr : hopper_module(d, false, 192);
+      if (!tall) {
+        hopper_forward(d, a, e, *hm, x);
+        return;
+      }
+      if (rows == Rows::kChoose) {
+        // Both kernels, of which the one whose walks over the block mask are cheaper runs and the
+        // other returns at once (rows_chosen; attnrt_flex_block_states summed the walks).
+        x.tile_walks = walks;
+        hopper_forward(d, a, e, *tall, x);
+        hopper_forward(d, a, e, *hm, x);
+      } else {
+        hopper_forward(d, a, e, *tall, x);
+      }
       return;
     }
     set_smem(m->forward, m->tile.smem_bytes(d.head_dim), d, "flex_attention forward: shared memory");
@@ -241,7 +264,37 @@ class FlexAttentionCuda {
 
  private:
   static constexpr size_t kRowAlignment = 16;  // cp.async moves 16 bytes; TMA's rows too
-  static constexpr size_t kTileCounterBytes = 256;
+  // The forward's workspace header: the Hopper forward's tile counter (int32 at 0) and the walks of
+  // its two tile heights (two uint64 at kWalksAt), then the block states.
+  static constexpr size_t kTileCounterBytes = 256, kWalksAt = 8;
+
+  // The Hopper forward's tile height for a call: 128 rows, 192 (head_dim 64), or both kernels
+  // launched with the choice left to the GPU, which has the block mask's statistics
+  // (rows_chosen in flex_hopper_policy.cuh).
+  enum class Rows { k128, k192, kChoose };
+  // At head_dim 64 from 4096 query rows (bench/results/flex-rows192-2026-11-26/: 192 rows faster
+  // on dense-like masks at 8k and 16k keys, within a few percent either way at 2k): 192 rows
+  // without a block mask (every tile visits every block), the GPU's choice with one. Else 128.
+  // ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: the choice at any length).
+  static Rows forward_rows(const attnrt_attention_desc& d) {
+    if (d.head_dim != 64 || !hopper_blob(false, d.dtype == ATTNRT_DTYPE_BF16, 64, has_score_mod(d), 192)) {
+      return Rows::k128;
+    }
+    const char* env = std::getenv("ATTNRT_FLEX_ROWS");
+    const std::string forced_rows = env ? env : "";
+    if (forced_rows == "128") return Rows::k128;
+    if (forced_rows == "192") return Rows::k192;
+    if (forced_rows != "auto" && d.seqlen_q < 4096) return Rows::k128;
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    if (!f || !f->kv_num_blocks) return Rows::k192;
+    // attnrt_flex_block_states' bitmap of the keys holds ATTNRT_FLEX_WALK_KEY_BLOCKS (1024) blocks,
+    // as many as the Hopper forward walks (kHopperMaxWalk); longer masks stay on 128 rows.
+    return ceil_div(d.seqlen_k, int64_t(f->kv_block_size)) <= kHopperMaxWalk ? Rows::kChoose : Rows::k128;
+  }
+  static bool has_score_mod(const attnrt_attention_desc& d) {
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    return f && f->score_mod && *f->score_mod;
+  }
   enum class Dkdv { kHopper, kWide, kSplit };
 
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
@@ -352,8 +405,10 @@ class FlexAttentionCuda {
   static constexpr int kHopperRows = 64, kHopperBackwardRows = 128, kHopperKeys = 128, kHopperMaxWalk = 1024,
                        kHopperMaxSteps = 16384;
 
-  // The call's Hopper module of a direction, or null where it takes flash_attention_2's kernels.
-  std::shared_ptr<const HopperModule> hopper_module(const attnrt_attention_desc& d, bool backward) const {
+  // The call's Hopper module of a direction (the forward's of `rows` query rows a tile), or null
+  // where it takes flash_attention_2's kernels.
+  std::shared_ptr<const HopperModule> hopper_module(const attnrt_attention_desc& d, bool backward,
+                                                    int rows = 128) const {
     if (const std::string gap = hopper_gap(d, backward); !gap.empty()) {
       if (forced(backward) == "hopper") {
         throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string("flex_attention: ") +
@@ -364,7 +419,11 @@ class FlexAttentionCuda {
     }
     const attnrt_flex_attention* f = sdk::flex_block(d);
     const kernels::flex::Mods mods = f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{};
-    const HopperBlob* blob = hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty());
+    const HopperBlob* blob =
+        hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty(), rows);
+    if (blob == nullptr)
+      throw sdk::Error(ATTNRT_ERROR_INTERNAL,
+                       "flex_attention: no Hopper variant of " + std::to_string(rows) + " rows in this build");
     std::shared_ptr<const HopperModule> m;
     try {
       m = hopper_.get(*blob, mods);
@@ -456,9 +515,11 @@ class FlexAttentionCuda {
 
   // The mods' context and, with a block mask, its lists as per-block states in the workspace at
   // `states_at` (written on the call's stream before the kernels that read them; the kernel that
-  // writes them also zeroes `counter` when it is not NULL).
+  // writes them also zeroes `counter` where it is not NULL, and adds the forward's walks of both
+  // tile heights to `walks`, cleared before, where it is not NULL).
   attnrt_flex::KernelParams kernel_params(const attnrt_attention_desc& d, const KernelModule& m, const attnrt_exec& e,
-                                          size_t states_at, int32_t* counter) const {
+                                          size_t states_at, int32_t* counter,
+                                          unsigned long long* walks = nullptr) const {
     attnrt_flex::KernelParams x{};
     x.forward_bn = m.tile.bn;
     const attnrt_flex_attention* f = sdk::flex_block(d);
@@ -479,9 +540,15 @@ class FlexAttentionCuda {
     FlexList partial = flex_list(f->kv_num_blocks, f->kv_indices);
     FlexList full = f->full_kv_num_blocks ? flex_list(f->full_kv_num_blocks, f->full_kv_indices) : partial;
     int has_full = f->full_kv_num_blocks != nullptr;
-    void* args[] = {&state, &batch, &heads, &q_blocks, &k_blocks, &partial, &full, &has_full, &counter};
-    const int threads = 128, rows = batch * heads * q_blocks;
-    launch(m.block_states, dim3(ceil_div(rows, threads)), threads, 0, args, e, "flex_attention block mask");
+    int q_block = f->q_block_size, seqlen_q = static_cast<int>(d.seqlen_q);
+    void* args[] = {&state, &batch,    &heads,   &q_blocks, &k_blocks, &partial,
+                    &full,  &has_full, &counter, &walks,    &q_block,  &seqlen_q};
+    // A warp a row of the states, then with `walks` a warp a tile of each height (flex_policy.cuh).
+    const int threads = 128;
+    int64_t warps = int64_t(batch) * heads * q_blocks;
+    if (walks) warps += int64_t(batch) * heads * (ceil_div(seqlen_q, 128) + ceil_div(seqlen_q, 192));
+    launch(m.block_states, dim3(static_cast<unsigned>(ceil_div(warps * 32, int64_t(threads)))), threads, 0, args, e,
+           "flex_attention block mask");
     return x;
   }
 

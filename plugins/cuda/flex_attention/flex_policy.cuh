@@ -80,10 +80,22 @@ class FlexScores : public StandardScores {
 
 }  // namespace attnrt::cuda
 
-// Per-block states from a PyTorch BlockMask: one thread per (batch, head, query block) owns that
-// block's row (no races): all skipped, then the partial list, then the full list. Entries
-// outside the keys are ignored here; the CPU path reports them. `counter` (the Hopper forward's
-// tile counter, or NULL) is zeroed here too, which spares the call a memset.
+// Per-block states from a PyTorch BlockMask: one warp per (batch, head, query block) owns that
+// block's row (no races): all skipped, then the partial list, then the full list, its lanes taking
+// 32 blocks or list entries at a time (with a thread a row, each entry's load waited for the store
+// before it, which may alias it). Entries outside the keys are ignored here; the CPU path reports
+// them. `counter` (the Hopper forward's tile counter, or NULL) is zeroed here too, which spares the
+// call a memset.
+//
+// With `walks` (the Hopper forward's choice of tile height at head_dim 64, rows_chosen in
+// flex_hopper_policy.cuh), more warps follow the rows' ones, one per (row of the lists' sequences
+// and heads, tile) of 128 rows (summed in walks[0]) and of 192 (walks[1]): each counts the key
+// blocks that some block-mask row of its tile lists, from the lists themselves (so it needs no
+// other warp's states) through a bitmap of the keys in shared memory; the block adds its warps'
+// counts and makes two atomic additions. `walks` must be zero before the launch (the plugin
+// clears it with the tile counter), and k_blocks at most ATTNRT_FLEX_WALK_KEY_BLOCKS. (A kernel
+// of its own, a thread a tile walking the states one load after another, took 21-46 us at 8k-16k
+// keys: bench/results/flex-rows192-2026-11-26/.)
 struct AttnrtFlexList {
   const int* num;
   const int* idx;
@@ -91,24 +103,93 @@ struct AttnrtFlexList {
   int width;  // idx's last extent: the most entries a count may name
 };
 
-extern "C" __global__ void attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks,
-                                                    int k_blocks, AttnrtFlexList partial, AttnrtFlexList full,
-                                                    int has_full, int* counter) {
-  const long long id = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (id == 0 && counter != nullptr) *counter = 0;
-  if (id >= static_cast<long long>(batch) * heads * q_blocks) return;
-  const int m = static_cast<int>(id % q_blocks), h = static_cast<int>(id / q_blocks % heads),
-            b = static_cast<int>(id / q_blocks / heads);
-  unsigned char* row = state + id * k_blocks;
-  for (int n = 0; n < k_blocks; ++n) row[n] = attnrt_flex::kTileSkip;
-  for (int list = 0; list < (has_full ? 2 : 1); ++list) {
-    const AttnrtFlexList& L = list == 0 ? partial : full;
-    const unsigned char value = list == 0 ? attnrt_flex::kTilePartial : attnrt_flex::kTileFull;
-    int count = L.num[b * L.num_stride[0] + h * L.num_stride[1] + m * L.num_stride[2]];
-    count = count < 0 ? 0 : count > L.width ? L.width : count;
-    for (int t = 0; t < count; ++t) {
-      const int block = L.idx[b * L.idx_stride[0] + h * L.idx_stride[1] + m * L.idx_stride[2] + t * L.idx_stride[3]];
-      if (block >= 0 && block < k_blocks) row[block] = value;
+#define ATTNRT_FLEX_STATE_THREADS 128
+#define ATTNRT_FLEX_WALK_KEY_BLOCKS 1024
+
+extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
+    attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks, int k_blocks,
+                             AttnrtFlexList partial, AttnrtFlexList full, int has_full, int* counter,
+                             unsigned long long* walks, int q_block, int seqlen_q) {
+  constexpr int kWarps = ATTNRT_FLEX_STATE_THREADS / 32, kWords = ATTNRT_FLEX_WALK_KEY_BLOCKS / 32;
+  __shared__ unsigned bits[kWarps][kWords];
+  __shared__ unsigned long long sums[2][kWarps];
+  const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (thread == 0 && counter != nullptr) *counter = 0;
+  const long long id = thread / 32;  // the warp's item (warp-uniform: the branches below keep warps whole)
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const long long rows = static_cast<long long>(batch) * heads * q_blocks;
+  // The lists' entries of block-mask row (b, h, m), `fn(block, value)` for each inside the keys,
+  // the lanes taking 32 entries at a time, the partial list's before the full list's.
+  auto for_entries = [&](int b, int h, int m, auto&& fn) {
+    for (int list = 0; list < (has_full ? 2 : 1); ++list) {
+      // (Fields picked one by one: a reference to either parameter would copy both to the stack.)
+      const unsigned char value = list == 0 ? attnrt_flex::kTilePartial : attnrt_flex::kTileFull;
+      const int* num = list == 0 ? partial.num : full.num;
+      const int* idx = list == 0 ? partial.idx : full.idx;
+      const int width = list == 0 ? partial.width : full.width;
+      long long at = 0, step = list == 0 ? partial.idx_stride[3] : full.idx_stride[3];
+      for (int k = 0; k < 3; ++k)
+        at += static_cast<long long>(k == 0   ? b
+                                     : k == 1 ? h
+                                              : m) *
+              (list == 0 ? partial.num_stride[k] : full.num_stride[k]);
+      int count = num[at];
+      count = count < 0 ? 0 : count > width ? width : count;
+      at = 0;
+      for (int k = 0; k < 3; ++k)
+        at += static_cast<long long>(k == 0   ? b
+                                     : k == 1 ? h
+                                              : m) *
+              (list == 0 ? partial.idx_stride[k] : full.idx_stride[k]);
+      for (int t = lane; t < count; t += 32) {
+        const int block = idx[at + t * step];
+        if (block >= 0 && block < k_blocks) fn(block, value);
+      }
+      __syncwarp();  // the full list's states land after the partial list's: a block in both is full
     }
+  };
+  unsigned long long visited_low = 0, visited_tall = 0;  // this warp's walks of each tile height
+  if (id < rows) {
+    const int m = static_cast<int>(id % q_blocks), h = static_cast<int>(id / q_blocks % heads),
+              b = static_cast<int>(id / q_blocks / heads);
+    unsigned char* row = state + id * k_blocks;
+    for (int n = lane; n < k_blocks; n += 32) row[n] = attnrt_flex::kTileSkip;
+    __syncwarp();
+    for_entries(b, h, m, [&](int block, unsigned char value) { row[block] = value; });
+  } else if (walks != nullptr) {
+    const int low = (seqlen_q + 127) / 128, tall = (seqlen_q + 191) / 192;
+    const long long item = id - rows;
+    if (item < static_cast<long long>(batch) * heads * (low + tall)) {
+      int t = static_cast<int>(item % (low + tall));
+      const int bh = static_cast<int>(item / (low + tall));
+      const int which = t >= low;
+      if (which) t -= low;
+      const int tile_rows = which ? 192 : 128;
+      const int r_lo = t * tile_rows / q_block;
+      const int r_hi = min(min(t * tile_rows + tile_rows, seqlen_q) - 1, q_blocks * q_block - 1) / q_block;
+      unsigned* mine = bits[warp];
+      for (int w = lane; w < kWords; w += 32) mine[w] = 0;
+      __syncwarp();
+      for (int r = r_lo; r <= r_hi; ++r) {
+        for_entries(bh / heads, bh % heads, r,
+                    [&](int block, unsigned char) { atomicOr(&mine[block / 32], 1u << (block % 32)); });
+      }
+      __syncwarp();
+      unsigned count = 0;
+      for (int w = lane; w < (k_blocks + 31) / 32; w += 32) count += __popc(mine[w]);
+      count = __reduce_add_sync(0xffffffffu, count);
+      (which ? visited_tall : visited_low) = count;
+    }
+  }
+  if (walks == nullptr) return;  // (block-uniform)
+  if (lane == 0) {
+    sums[0][warp] = visited_low;
+    sums[1][warp] = visited_tall;
+  }
+  __syncthreads();
+  if (threadIdx.x < 2) {
+    unsigned long long total = 0;
+    for (int w = 0; w < kWarps; ++w) total += sums[threadIdx.x][w];
+    if (total) atomicAdd(walks + threadIdx.x, total);
   }
 }

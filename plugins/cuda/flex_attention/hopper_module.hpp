@@ -28,11 +28,12 @@ struct HopperBlob {
   bool bf16;
   int head_dim;
   bool score_mod;
+  int rows;  // the forward's query rows a tile (128; 192 at head_dim 64 too); the backward's 128
   std::string_view name, bytes;
 };
 // This build's variant for a call, or null: the build had no CUTLASS or nvJitLink, or compiled
 // a reduced set (ATTNRT_CUDA_KERNELS=reduced).
-const HopperBlob* hopper_blob(bool backward, bool bf16, int head_dim, bool score_mod);
+const HopperBlob* hopper_blob(bool backward, bool bf16, int head_dim, bool score_mod, int rows = 128);
 // The head dims some variant covers, for messages ("64, 128"; "" when none).
 std::string hopper_head_dims();
 
