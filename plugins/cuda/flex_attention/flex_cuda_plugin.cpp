@@ -113,7 +113,10 @@ class FlexAttentionCuda {
     }
     try {
       module(d);
-      hopper_module(d, false);
+      // The forward's 192-row variant too where a call of this shape may take it (forward_rows:
+      // from 4096 query rows, which a later call of the same mods may have), so that no call links
+      // a kernel.
+      if (hopper_module(d, false) && may_take_tall(d)) hopper_module(d, false, 192);
       hopper_module(d, true);
     } catch (const sdk::Error& e) {
       return e.what();
@@ -276,15 +279,20 @@ class FlexAttentionCuda {
   // on dense-like masks at 8k and 16k keys, within a few percent either way at 2k): 192 rows
   // without a block mask (every tile visits every block), the GPU's choice with one. Else 128.
   // ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: the choice at any length).
-  static Rows forward_rows(const attnrt_attention_desc& d) {
-    if (d.head_dim != 64 || !hopper_blob(false, d.dtype == ATTNRT_DTYPE_BF16, 64, has_score_mod(d), 192)) {
-      return Rows::k128;
-    }
+  static std::string forced_rows() {
     const char* env = std::getenv("ATTNRT_FLEX_ROWS");
-    const std::string forced_rows = env ? env : "";
-    if (forced_rows == "128") return Rows::k128;
-    if (forced_rows == "192") return Rows::k192;
-    if (forced_rows != "auto" && d.seqlen_q < 4096) return Rows::k128;
+    return env ? env : "";
+  }
+  // Whether a call of these mods, dtype and head_dim may take 192 rows (at some length).
+  static bool may_take_tall(const attnrt_attention_desc& d) {
+    return d.head_dim == 64 && hopper_blob(false, d.dtype == ATTNRT_DTYPE_BF16, 64, has_score_mod(d), 192) &&
+           forced_rows() != "128";
+  }
+  static Rows forward_rows(const attnrt_attention_desc& d) {
+    if (!may_take_tall(d)) return Rows::k128;
+    const std::string forced = forced_rows();
+    if (forced == "192") return Rows::k192;
+    if (forced != "auto" && d.seqlen_q < 4096) return Rows::k128;
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (!f || !f->kv_num_blocks) return Rows::k192;
     // attnrt_flex_block_states' bitmap of the keys holds ATTNRT_FLEX_WALK_KEY_BLOCKS (1024) blocks,
