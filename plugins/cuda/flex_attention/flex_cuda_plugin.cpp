@@ -124,8 +124,8 @@ class FlexAttentionCuda {
     return "";
   }
 
-  // Forward: the Hopper kernel's tile counter, then the block states. Backward: flash_attention_2's backward workspace
-  // (D and the fp32 dQ accumulator), then the block states.
+  // Forward: the Hopper kernel's tile counter and tile heights' walks (kWalksAt), then the block states. Backward:
+  // flash_attention_2's backward workspace (D and the fp32 dQ accumulator), then the block states.
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int /*num_threads*/) const {
     return states_offset(d, backward) + states_bytes(d);
   }
@@ -139,7 +139,10 @@ class FlexAttentionCuda {
     const std::shared_ptr<const HopperModule> hm = hopper_module(d, false);
     int32_t* counter = hm ? static_cast<int32_t*>(e.workspace) : nullptr;
     const Rows rows = hm ? forward_rows(d) : Rows::k128;
-    unsigned long long* walks = rows == Rows::kChoose
+    // (A 192-row variant that does not link leaves the call on 128 rows, as hopper_module leaves
+    // a call that cannot take the Hopper kernels on flash_attention_2's; then nothing is summed.)
+    const std::shared_ptr<const HopperModule> tall = rows == Rows::k128 ? nullptr : hopper_module(d, false, 192);
+    unsigned long long* walks = rows == Rows::kChoose && tall
                                     ? reinterpret_cast<unsigned long long*>(static_cast<char*>(e.workspace) + kWalksAt)
                                     : nullptr;
     if (walks) {  // attnrt_flex_block_states adds to the sums
@@ -148,9 +151,6 @@ class FlexAttentionCuda {
     }
     attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter, walks);
     if (hm) {
-      // (A 192-row variant that does not link leaves the call on 128 rows, as hopper_module leaves
-      // a call that cannot take the Hopper kernels on flash_attention_2's.)
-      const std::shared_ptr<const HopperModule> tall = rows == Rows::k128 ? nullptr : hopper_module(d, false, 192);
       if (!tall) {
         hopper_forward(d, a, e, *hm, x);
         return;
@@ -270,6 +270,8 @@ class FlexAttentionCuda {
   // The forward's workspace header: the Hopper forward's tile counter (int32 at 0) and the walks of
   // its two tile heights (two uint64 at kWalksAt), then the block states.
   static constexpr size_t kTileCounterBytes = 256, kWalksAt = 8;
+  // attnrt_flex_block_states' ATTNRT_FLEX_WALK_KEY_BLOCKS and ATTNRT_FLEX_STATE_THREADS (flex_policy.cuh).
+  static constexpr int kWalkKeyBlocks = 1024, kStateThreads = 128;
 
   // The Hopper forward's tile height for a call: 128 rows, 192 (head_dim 64), or both kernels
   // launched with the choice left to the GPU, which has the block mask's statistics
@@ -277,8 +279,11 @@ class FlexAttentionCuda {
   enum class Rows { k128, k192, kChoose };
   // At head_dim 64 from 4096 query rows (bench/results/flex-rows192-2026-11-26/: 192 rows faster
   // on dense-like masks at 8k and 16k keys, within a few percent either way at 2k): 192 rows
-  // without a block mask (every tile visits every block), the GPU's choice with one. Else 128.
-  // ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: the choice at any length).
+  // without a block mask or a window (every tile visits every block, or a causal triangle's), the
+  // GPU's choice with a block mask (flash_attention_3's window rule, which the walks also apply,
+  // is not in its sums, so a call with a window and a block mask stays on 128 too). Else 128.
+  // ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: from any length; 128 also
+  // skips linking the 192-row variant when a shape is prepared, so set it before then).
   static std::string forced_rows() {
     const char* env = std::getenv("ATTNRT_FLEX_ROWS");
     return env ? env : "";
@@ -293,11 +298,12 @@ class FlexAttentionCuda {
     const std::string forced = forced_rows();
     if (forced == "192") return Rows::k192;
     if (forced != "auto" && d.seqlen_q < 4096) return Rows::k128;
+    if (d.window_left >= 0 || (d.window_right >= 0 && !d.causal)) return Rows::k128;  // measured for neither
     const attnrt_flex_attention* f = sdk::flex_block(d);
     if (!f || !f->kv_num_blocks) return Rows::k192;
-    // attnrt_flex_block_states' bitmap of the keys holds ATTNRT_FLEX_WALK_KEY_BLOCKS (1024) blocks,
-    // as many as the Hopper forward walks (kHopperMaxWalk); longer masks stay on 128 rows.
-    return ceil_div(d.seqlen_k, int64_t(f->kv_block_size)) <= kHopperMaxWalk ? Rows::kChoose : Rows::k128;
+    // attnrt_flex_block_states' bitmap of the keys holds ATTNRT_FLEX_WALK_KEY_BLOCKS blocks (the
+    // kernel counts nothing past it, which leaves 128 rows); longer masks stay on 128 rows here.
+    return ceil_div(d.seqlen_k, int64_t(f->kv_block_size)) <= kWalkKeyBlocks ? Rows::kChoose : Rows::k128;
   }
   static bool has_score_mod(const attnrt_attention_desc& d) {
     const attnrt_flex_attention* f = sdk::flex_block(d);
@@ -438,11 +444,13 @@ class FlexAttentionCuda {
     } catch (const sdk::Error& e) {
       // Mods that do not compile fail the call shape either way; a link or load that fails (an
       // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's kernels.
-      if (e.status() == ATTNRT_ERROR_INVALID_ARGUMENT || forced(backward) == "hopper") throw;
+      // (The 192-row forward is optional: its failure leaves 128 rows even under =hopper.)
+      if (e.status() == ATTNRT_ERROR_INVALID_ARGUMENT || (forced(backward) == "hopper" && rows == 128)) throw;
       return nullptr;
     }
-    const bool fits = backward ? m->bn == kHopperKeys && kHopperBackwardRows % m->bm == 0
-                               : m->bn == kHopperKeys && m->bm % kHopperRows == 0 && m->max_walk == kHopperMaxWalk;
+    const bool fits =
+        backward ? m->bn == kHopperKeys && kHopperBackwardRows % m->bm == 0
+                 : m->bn == kHopperKeys && m->bm % kHopperRows == 0 && m->max_walk == kHopperMaxWalk && m->bm == rows;
     if (!fits) {
       throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: the Hopper kernel's tiles (" + std::to_string(m->bm) +
                                                   " x " + std::to_string(m->bn) + ") are not the plugin's");
@@ -552,7 +560,7 @@ class FlexAttentionCuda {
     void* args[] = {&state, &batch,    &heads,   &q_blocks, &k_blocks, &partial,
                     &full,  &has_full, &counter, &walks,    &q_block,  &seqlen_q};
     // A warp a row of the states, then with `walks` a warp a tile of each height (flex_policy.cuh).
-    const int threads = 128;
+    const int threads = kStateThreads;
     int64_t warps = int64_t(batch) * heads * q_blocks;
     if (walks) warps += int64_t(batch) * heads * (ceil_div(seqlen_q, 128) + ceil_div(seqlen_q, 192));
     launch(m.block_states, dim3(static_cast<unsigned>(ceil_div(warps * 32, int64_t(threads)))), threads, 0, args, e,

@@ -24,7 +24,7 @@ namespace attnrt::cuda {
 // 128-row tile's (three warpgroups against two, and 1.14x the dense throughput measured at
 // head_dim 64, bench/results/flex-rows192-2026-11-26/), so 192 rows win where their walks visit
 // under 3/4 of the 128-row walks' blocks: causal 2/3, documents and dense alike; a 256-key window
-// 8/9, a random block-sparse mask about 1.3. The choice costs a call 10-15 us where 128 rows win
+// 8/9, a random block-sparse mask about 1.3. The choice costs a call 10-18 us where 128 rows win
 // (the sums, and the other kernel's launch; bench/results/flex-choice-2026-11-26/), so the plugin
 // makes it from 4096 query rows.
 __device__ __forceinline__ bool rows_chosen(const attnrt_flex::KernelParams& x, int rows) {

@@ -92,8 +92,9 @@ class FlexScores : public StandardScores {
 // and heads, tile) of 128 rows (summed in walks[0]) and of 192 (walks[1]): each counts the key
 // blocks that some block-mask row of its tile lists, from the lists themselves (so it needs no
 // other warp's states) through a bitmap of the keys in shared memory; the block adds its warps'
-// counts and makes two atomic additions. `walks` must be zero before the launch (the plugin
-// clears it with the tile counter), and k_blocks at most ATTNRT_FLEX_WALK_KEY_BLOCKS. (A kernel
+// counts and makes two atomic additions. `walks` must be zero before the launch (the plugin clears
+// it with a memset: this kernel cannot, as other blocks may add to it first). Past
+// ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is counted, which leaves 128 rows. (A kernel
 // of its own, a thread a tile walking the states one load after another, took 21-46 us at 8k-16k
 // keys: bench/results/flex-rows192-2026-11-26/.)
 struct AttnrtFlexList {
@@ -159,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
   } else if (walks != nullptr) {
     const int low = (seqlen_q + 127) / 128, tall = (seqlen_q + 191) / 192;
     const long long item = id - rows;
-    if (item < static_cast<long long>(batch) * heads * (low + tall)) {
+    if (item < static_cast<long long>(batch) * heads * (low + tall) && k_blocks <= ATTNRT_FLEX_WALK_KEY_BLOCKS) {
       int t = static_cast<int>(item % (low + tall));
       const int bh = static_cast<int>(item / (low + tall));
       const int which = t >= low;
