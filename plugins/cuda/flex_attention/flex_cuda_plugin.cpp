@@ -150,20 +150,16 @@ class FlexAttentionCuda {
                  "flex_attention forward: clearing the walks");
     }
     attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter, walks);
+    if (walks) {
+      // Both kernels, of which the one whose walks over the block mask are cheaper runs and the
+      // other returns at once (rows_chosen; attnrt_flex_block_states summed the walks).
+      x.tile_walks = walks;
+      hopper_forward(d, a, e, *tall, x);
+      hopper_forward(d, a, e, *hm, x);
+      return;
+    }
     if (hm) {
-      if (!tall) {
-        hopper_forward(d, a, e, *hm, x);
-        return;
-      }
-      if (rows == Rows::kChoose) {
-        // Both kernels, of which the one whose walks over the block mask are cheaper runs and the
-        // other returns at once (rows_chosen; attnrt_flex_block_states summed the walks).
-        x.tile_walks = walks;
-        hopper_forward(d, a, e, *tall, x);
-        hopper_forward(d, a, e, *hm, x);
-      } else {
-        hopper_forward(d, a, e, *tall, x);
-      }
+      hopper_forward(d, a, e, tall ? *tall : *hm, x);
       return;
     }
     set_smem(m->forward, m->tile.smem_bytes(d.head_dim), d, "flex_attention forward: shared memory");
@@ -289,13 +285,13 @@ class FlexAttentionCuda {
     return env ? env : "";
   }
   // Whether a call of these mods, dtype and head_dim may take 192 rows (at some length).
-  static bool may_take_tall(const attnrt_attention_desc& d) {
-    return d.head_dim == 64 && hopper_blob(false, d.dtype == ATTNRT_DTYPE_BF16, 64, has_score_mod(d), 192) &&
-           forced_rows() != "128";
+  static bool may_take_tall(const attnrt_attention_desc& d, const std::string& forced = forced_rows()) {
+    return d.head_dim == 64 && forced != "128" &&
+           hopper_blob(false, d.dtype == ATTNRT_DTYPE_BF16, 64, has_score_mod(d), 192);
   }
   static Rows forward_rows(const attnrt_attention_desc& d) {
-    if (!may_take_tall(d)) return Rows::k128;
     const std::string forced = forced_rows();
+    if (!may_take_tall(d, forced)) return Rows::k128;
     if (forced == "192") return Rows::k192;
     if (forced != "auto" && d.seqlen_q < 4096) return Rows::k128;
     if (d.window_left >= 0 || (d.window_right >= 0 && !d.causal)) return Rows::k128;  // measured for neither
@@ -387,13 +383,12 @@ class FlexAttentionCuda {
     if (d.cuda_arch != 90) return "sm_" + std::to_string(d.cuda_arch) + " (its kernels are sm_90a's)";
     if (d.is_paged) return "a paged KV cache";
     if (backward && d.deterministic) return "a deterministic backward";
-    const attnrt_flex_attention* f = sdk::flex_block(d);
-    const bool score_mod = f && f->score_mod && *f->score_mod;
-    if (!hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, score_mod)) {
+    if (!hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, has_score_mod(d))) {
       const std::string dims = hopper_head_dims();
       return "no variant for this dtype and head_dim " + std::to_string(d.head_dim) + " in this build (" +
              (dims.empty() ? std::string("none built") : "head dims " + dims) + ")";
     }
+    const attnrt_flex_attention* f = sdk::flex_block(d);
     const int rows = backward ? kHopperBackwardRows : kHopperRows;
     if (f && f->kv_num_blocks && (f->q_block_size % rows != 0 || f->kv_block_size % kHopperKeys != 0)) {
       return "block mask of " + std::to_string(f->q_block_size) + " x " + std::to_string(f->kv_block_size) +

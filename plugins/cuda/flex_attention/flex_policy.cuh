@@ -124,26 +124,22 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
   auto for_entries = [&](int b, int h, int m, auto&& fn) {
     for (int list = 0; list < (has_full ? 2 : 1); ++list) {
       // (Fields picked one by one: a reference to either parameter would copy both to the stack.)
-      const unsigned char value = list == 0 ? attnrt_flex::kTilePartial : attnrt_flex::kTileFull;
-      const int* num = list == 0 ? partial.num : full.num;
-      const int* idx = list == 0 ? partial.idx : full.idx;
-      const int width = list == 0 ? partial.width : full.width;
-      long long at = 0, step = list == 0 ? partial.idx_stride[3] : full.idx_stride[3];
-      for (int k = 0; k < 3; ++k)
-        at += static_cast<long long>(k == 0   ? b
-                                     : k == 1 ? h
-                                              : m) *
-              (list == 0 ? partial.num_stride[k] : full.num_stride[k]);
-      int count = num[at];
+      auto pick = [list](auto from_partial, auto from_full) { return list == 0 ? from_partial : from_full; };
+      const unsigned char value = pick(attnrt_flex::kTilePartial, attnrt_flex::kTileFull);
+      const int* num = pick(partial.num, full.num);
+      const int* idx = pick(partial.idx, full.idx);
+      const long long count_at = b * pick(partial.num_stride[0], full.num_stride[0]) +
+                                 h * pick(partial.num_stride[1], full.num_stride[1]) +
+                                 m * pick(partial.num_stride[2], full.num_stride[2]);
+      const long long entries_at = b * pick(partial.idx_stride[0], full.idx_stride[0]) +
+                                   h * pick(partial.idx_stride[1], full.idx_stride[1]) +
+                                   m * pick(partial.idx_stride[2], full.idx_stride[2]);
+      const long long step = pick(partial.idx_stride[3], full.idx_stride[3]);
+      const int width = pick(partial.width, full.width);
+      int count = num[count_at];
       count = count < 0 ? 0 : count > width ? width : count;
-      at = 0;
-      for (int k = 0; k < 3; ++k)
-        at += static_cast<long long>(k == 0   ? b
-                                     : k == 1 ? h
-                                              : m) *
-              (list == 0 ? partial.idx_stride[k] : full.idx_stride[k]);
       for (int t = lane; t < count; t += 32) {
-        const int block = idx[at + t * step];
+        const int block = idx[entries_at + t * step];
         if (block >= 0 && block < k_blocks) fn(block, value);
       }
       __syncwarp();  // the full list's states land after the partial list's: a block in both is full
