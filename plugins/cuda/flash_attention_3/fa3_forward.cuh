@@ -73,13 +73,25 @@ struct ForwardSmem {
   alignas(1024) T k[STAGES][BN * HD];
   alignas(1024) T v[STAGES][BN * HD];
   alignas(1024) T o[kOwnO ? BM * HD : 8];
+  // The dynamic scheduler's ring of claimed tiles: three slots for block-sparse walks, whose
+  // producer's scheduling warp runs ahead of its loading warp (forward_body).
+  static constexpr int kTileSlots = kSparse ? 3 : 2;
+  // The slot of the ring's it-th tile, and the parity of its pass round the ring (masks and
+  // shifts for two slots, flash_attention_3's own ring, whose code is then unchanged).
+  static __device__ __forceinline__ int tile_slot(int it) { return kTileSlots == 2 ? it & 1 : it % kTileSlots; }
+  static __device__ __forceinline__ uint32_t tile_lap(int it) {
+    return static_cast<uint32_t>(kTileSlots == 2 ? (it >> 1) & 1 : (it / kTileSlots) & 1);
+  }
   alignas(8) uint64_t q_full, q_empty;
-  uint64_t tile_full[2], tile_empty[2];  // the dynamic scheduler's ring of claimed tiles
-  int tile[2];
+  uint64_t tile_full[kTileSlots], tile_empty[kTileSlots];
+  int tile[kTileSlots];
   uint64_t k_full[STAGES], v_full[STAGES], k_empty[STAGES], v_empty[STAGES];
   // Block-sparse policies: each claimed tile's walk, by tile slot (walk_entry).
-  int walk_count[2];
-  int walk[2][kSparse ? kMaxWalk : 1];
+  int walk_count[kTileSlots];
+  int walk[kTileSlots][kSparse ? kMaxWalk : 1];
+  // Block-sparse: the K/V blocks the loading thread has issued and the scheduling warp has
+  // published, across tiles (kClaimAhead).
+  int loaded, published;
 };
 
 // A block-sparse walk's entry: the key block, and per consumer warpgroup its rows' state of it
@@ -180,10 +192,12 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   if (threadIdx.x == 0) {
     hopper::TxBarrier::init(&sm.q_full, 1);
     hopper::Barrier::init(&sm.q_empty, 128 * C::kConsumers);  // every consumer thread, after its last read of Q
+    if constexpr (kSparse) sm.loaded = sm.published = 0;
     if constexpr (kDynamic) {
-      for (int s = 0; s < 2; ++s) {
+      for (int s = 0; s < Smem::kTileSlots; ++s) {
         hopper::Barrier::init(&sm.tile_full[s], 1);
-        hopper::Barrier::init(&sm.tile_empty[s], 4 * C::kConsumers);  // one arrival per consumer warp
+        // One arrival per consumer warp, and a block-sparse walk's loading warp's.
+        hopper::Barrier::init(&sm.tile_empty[s], 4 * C::kConsumers + (kSparse ? 1 : 0));
       }
     }
 #pragma unroll
@@ -199,11 +213,18 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
 
   if (warpgroup == 0) {
     // ---- Producer: one thread issues every load; the block's other 127 threads idle on few
-    // registers. A block-sparse walk keeps the first warp: its 32 lanes read the block mask's
-    // states of 32 key blocks at once for the next tile's walk (one thread reading them in turn
-    // left the consumers waiting: 0.6x of the dense forward's speed at 64 blocks a tile).
+    // registers. A block-sparse walk also keeps the second warp, which schedules: it claims the
+    // tiles and its 32 lanes read the block mask's states of 32 key blocks at once for each
+    // tile's walk (one thread reading them in turn left the consumers waiting: 0.6x of the dense
+    // forward's speed at 64 blocks a tile), up to three tiles ahead of the first warp's loads
+    // and kClaimAhead blocks. With one warp doing both, a short walk's consumers waited at each
+    // tile's end for the next tile's claim and walk (ncu, bench/results/flex-choice-2026-11-26
+    // call 6); apart, the 256-key window and the document mask ran 7-15% faster at 16k keys.
+    // flash_attention_3's own kernels keep one thread and compile as before.
     cutlass::arch::warpgroup_reg_dealloc<C::template kProducerRegs<kDynamic>>();
-    if (threadIdx.x >= (kSparse ? 32 : 1)) return;
+    if (threadIdx.x >= (kSparse ? 64 : 1)) return;
+    const bool scheduler = kSparse && threadIdx.x >= 32;
+    if (kSparse && !scheduler && lane != 0) return;  // the loading warp's other lanes
     const bool leader = lane == 0;
     if (leader) {
       hopper::prefetch_tensor_map(&tma_q);
@@ -211,12 +232,16 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       hopper::prefetch_tensor_map(&tma_v);
     }
     constexpr uint32_t kQBytes = BM * HD * sizeof(T), kKVBytes = BN * HD * sizeof(T);
+    // Block-sparse: the scheduling warp claims a tile only while at most this many published
+    // K/V blocks wait for the loading thread (4 and 12 measured alike; with no limit, three slots
+    // ahead, causal grids ran 2-10% slower: bench/results/flex-sched-2026-11-27).
+    constexpr int kClaimAhead = 4;
     int kv_it = 0, tile_it = 0;  // K/V blocks and tiles loaded so far, across tiles
     // Hands a claimed tile to the consumers (with its walk, which `walk` writes with every lane
     // of the warp and returns the length of); a tile past the end tells them to stop.
     auto publish = [&](int tile, auto&& walk) {
-      const int slot = tile_it & 1;
-      if (leader) hopper::Barrier::wait(&sm.tile_empty[slot], ((tile_it >> 1) & 1) ^ 1);
+      const int slot = Smem::tile_slot(tile_it);
+      if (leader) hopper::Barrier::wait(&sm.tile_empty[slot], Smem::tile_lap(tile_it) ^ 1);
       if constexpr (kSparse) __syncwarp();
       const int n = walk(slot);
       if constexpr (kSparse) __syncwarp();  // the walk is written before the leader publishes it
@@ -233,12 +258,68 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
         return tile + static_cast<int>(gridDim.x);
       } else if constexpr (kSparse) {
         int claimed = 0;
-        if (leader) claimed = atomicAdd(p.tile_counter, 1);
+        if (leader) {
+          // A tile claimed early is one no other CTA can take.
+          while (sm.published - *reinterpret_cast<volatile int*>(&sm.loaded) > kClaimAhead) __nanosleep(64);
+          claimed = atomicAdd(p.tile_counter, 1);
+        }
         return __shfl_sync(~0u, claimed, 0) + static_cast<int>(gridDim.x);
       } else {
         return atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x);
       }
     };
+    // Issues a tile's loads: its Q once the last tile's readers let go of Q, then the K/V blocks
+    // block_of(0 .. n_blocks) into the ring of stages, `issued()` after each.
+    auto load_tile = [&](const ForwardTile& tl, int n_blocks, auto&& block_of, auto&& issued) {
+      const int hk = tl.h / group;
+      const SeqCoords qc = q_coords(p, tl.b), kc = k_coords(p, tl.b);
+      hopper::Barrier::wait(&sm.q_empty, (tile_it & 1) ^ 1);
+      hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
+#pragma unroll
+      for (int c = 0; c < HD / 64; ++c) {
+        hopper::tma_load_4d(&tma_q, &sm.q_full, sm.q + c * BM * 64, c * 64, qc.row0 + tl.m0, tl.h, qc.batch);
+      }
+      for (int it = 0; it < n_blocks; ++it, ++kv_it) {
+        const int stage = kv_it % STAGES;
+        const uint32_t phase = (kv_it / STAGES) & 1;
+        const int n0 = block_of(it) * BN;
+        // Paged: the block lies in one page (page_size a multiple of BN, fa3_calls.hpp), the
+        // page's index read before the wait below, which hides its latency.
+        int k_row = kc.row0 + n0, k_batch = kc.batch;
+        if (p.block_table) {
+          k_batch = p.block_table[int64_t(tl.b) * p.block_table_stride + n0 / p.page_size];
+          k_row = n0 % p.page_size;
+        }
+        hopper::Barrier::wait(&sm.k_empty[stage], phase ^ 1);
+        hopper::TxBarrier::arrive_and_expect_tx(&sm.k_full[stage], kKVBytes);
+#pragma unroll
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
+        }
+        hopper::Barrier::wait(&sm.v_empty[stage], phase ^ 1);
+        hopper::TxBarrier::arrive_and_expect_tx(&sm.v_full[stage], kKVBytes);
+#pragma unroll
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
+        }
+        issued();
+      }
+    };
+    if (kSparse && !scheduler) {
+      // The loading thread: each published tile's Q and the blocks of its walk, in order; the slot
+      // goes back once the walk is read.
+      for (;; ++tile_it) {
+        const int slot = Smem::tile_slot(tile_it);
+        hopper::Barrier::wait(&sm.tile_full[slot], Smem::tile_lap(tile_it));
+        const int tile = sm.tile[slot];
+        if (tile >= num_tiles) return;
+        load_tile(
+            forward_tile<BM, kDynamic>(p, tile, m_blocks, band), sm.walk_count[slot],
+            [&](int it) { return walk_block(sm.walk[slot][it]); },
+            [&] { *reinterpret_cast<volatile int*>(&sm.loaded) = kv_it + 1; });
+        hopper::Barrier::arrive(&sm.tile_empty[slot]);
+      }
+    }
     for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile = next_tile(tile)) {
       const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
       const Seq seq = sequence(p, tl.b);
@@ -246,7 +327,6 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       const Policy pol = make_policy<Policy>(p, seq, x, tl.b);
       const BlockRange keys = pol.key_blocks(tl.m0, BM, BN);
       int n_blocks = keys.hi - keys.lo;
-      const int* walk = nullptr;
       if constexpr (kDynamic) {
         n_blocks = publish(tile, [&](int slot) {
           if constexpr (!kSparse) {
@@ -261,7 +341,6 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
               const int r0 = tl.m0 + 64 * w;
               seen[w] = r0 < seq.q_len ? pol.key_blocks(r0, 64, BN) : BlockRange{0, 0};
             }
-            walk = sm.walk[slot];
             int n = 0;
 #pragma unroll 4
             for (int base = 0; base < n_blocks; base += 32) {
@@ -283,43 +362,14 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
           }
         });
       }
-      if (!leader) {
+      if (!leader || kSparse) {  // (block-sparse: the scheduling warp, whose tile_it counts publications)
+        if (kSparse && leader) sm.published += n_blocks;
         ++tile_it;
         continue;
       }
-      const int hk = tl.h / group;
-      const SeqCoords qc = q_coords(p, tl.b), kc = k_coords(p, tl.b);
-      hopper::Barrier::wait(&sm.q_empty, (tile_it & 1) ^ 1);
-      hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
-#pragma unroll
-      for (int c = 0; c < HD / 64; ++c) {
-        hopper::tma_load_4d(&tma_q, &sm.q_full, sm.q + c * BM * 64, c * 64, qc.row0 + tl.m0, tl.h, qc.batch);
-      }
-      for (int it = 0; it < n_blocks; ++it, ++kv_it) {
-        const int stage = kv_it % STAGES;
-        const uint32_t phase = (kv_it / STAGES) & 1;
-        // Last blocks first: the masked ones.
-        const int n0 = (kSparse ? walk_block(walk[it]) : keys.hi - 1 - it) * BN;
-        // Paged: the block lies in one page (page_size a multiple of BN, fa3_calls.hpp), the
-        // page's index read before the wait below, which hides its latency.
-        int k_row = kc.row0 + n0, k_batch = kc.batch;
-        if (p.block_table) {
-          k_batch = p.block_table[int64_t(tl.b) * p.block_table_stride + n0 / p.page_size];
-          k_row = n0 % p.page_size;
-        }
-        hopper::Barrier::wait(&sm.k_empty[stage], phase ^ 1);
-        hopper::TxBarrier::arrive_and_expect_tx(&sm.k_full[stage], kKVBytes);
-#pragma unroll
-        for (int c = 0; c < HD / 64; ++c) {
-          hopper::tma_load_4d(&tma_k, &sm.k_full[stage], sm.k[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
-        }
-        hopper::Barrier::wait(&sm.v_empty[stage], phase ^ 1);
-        hopper::TxBarrier::arrive_and_expect_tx(&sm.v_full[stage], kKVBytes);
-#pragma unroll
-        for (int c = 0; c < HD / 64; ++c) {
-          hopper::tma_load_4d(&tma_v, &sm.v_full[stage], sm.v[stage] + c * BN * 64, c * 64, k_row, hk, k_batch);
-        }
-      }
+      // Last blocks first: the masked ones.
+      load_tile(
+          tl, n_blocks, [&](int it) { return keys.hi - 1 - it; }, [] {});
       ++tile_it;
     }
     if constexpr (kDynamic) publish(num_tiles, [](int) { return 0; });
@@ -343,14 +393,14 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   // The slot goes back at once, or (block-sparse) once the tile's walk has been read.
   auto release_tile = [&] {
     __syncwarp();  // every lane has read the slot before it is handed back
-    if (lane == 0) hopper::Barrier::arrive(&sm.tile_empty[tile_it & 1]);
+    if (lane == 0) hopper::Barrier::arrive(&sm.tile_empty[Smem::tile_slot(tile_it)]);
   };
   auto receive = [&](int dealt) {
     if constexpr (!kDynamic) {
       return dealt;
     } else {
-      const int slot = tile_it & 1;
-      hopper::Barrier::wait(&sm.tile_full[slot], (tile_it >> 1) & 1);
+      const int slot = Smem::tile_slot(tile_it);
+      hopper::Barrier::wait(&sm.tile_full[slot], Smem::tile_lap(tile_it));
       // Warp-uniform for the compiler (a shuffle from lane 0, as n_blocks below): the tile loop's
       // exit, and so every counter carried across tiles, depends on it.
       const int tile = __shfl_sync(~0u, sm.tile[slot], 0);
@@ -366,14 +416,14 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     if (m0 >= seq.q_len) continue;  // as the producer (the dealt walk: never a sparse one)
     const Policy pol = make_policy<Policy>(p, seq, x, b);
     const BlockRange keys = pol.key_blocks(m0, BM, BN);
-    const int* walk = kSparse ? sm.walk[tile_it & 1] : nullptr;
+    const int* walk = kSparse ? sm.walk[Smem::tile_slot(tile_it)] : nullptr;
     // The walk's length (and `skip` below) through a shuffle from lane 0, so that the compiler
     // knows them equal in every lane (CUTLASS's canonical_warp_idx_sync idiom) and keeps the
     // block counters, and with them the stages' wgmma descriptors, in uniform registers. Read
     // from shared memory or derived from the claimed tile, they left every step rebuilding its
     // descriptors in per-thread registers (bench/results/flex-backward-steps-2026-11-26: the
     // backward's 34% more instructions, and the same VIADD, SHF, LOP3, R2UR per product here).
-    const int n_blocks = __shfl_sync(~0u, kSparse ? sm.walk_count[tile_it & 1] : keys.hi - keys.lo, 0);
+    const int n_blocks = __shfl_sync(~0u, kSparse ? sm.walk_count[Smem::tile_slot(tile_it)] : keys.hi - keys.lo, 0);
     // The key block of step `it` (last blocks first: the masked ones).
     auto block_of = [&](int it) { return kSparse ? walk_block(walk[it]) : keys.hi - 1 - it; };
 
