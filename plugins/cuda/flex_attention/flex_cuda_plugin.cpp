@@ -485,7 +485,21 @@ class FlexAttentionCuda {
     if (x.tile_state == nullptr) check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
     set_smem(m.kernel, m.smem, d, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
-    launch(m.kernel, dim3(ctas), m.threads, m.smem, args, e, what);
+    // After the block-state kernel, a programmatic dependent launch: the CTAs start while it runs
+    // and wait for it in the kernel (griddepcontrol), which hides the launch between the two.
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(ctas);
+    config.blockDim = dim3(m.threads);
+    config.dynamicSmemBytes = m.smem;
+    config.stream = stream(e);
+    cudaLaunchAttribute dependent{};
+    dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    dependent.val.programmaticStreamSerializationAllowed = 1;
+    if (x.tile_state != nullptr) {
+      config.attrs = &dependent;
+      config.numAttrs = 1;
+    }
+    check_cuda(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(m.kernel), args), what);
   }
 
   // flash_attention_3's dK/dV/dQ kernel (fa3_backward.cuh) under the flex policy, between

@@ -111,6 +111,11 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
     attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks, int k_blocks,
                              AttnrtFlexList partial, AttnrtFlexList full, int has_full, int* counter,
                              unsigned long long* walks, int q_block, int seqlen_q) {
+#if __CUDA_ARCH__ >= 900
+  // The Hopper forward that follows may start its CTAs now (it waits for this grid's completion
+  // before its first read of what this writes: griddepcontrol.wait, hopper_forward.cu.in).
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
   constexpr int kWarps = ATTNRT_FLEX_STATE_THREADS / 32, kWords = ATTNRT_FLEX_WALK_KEY_BLOCKS / 32;
   __shared__ unsigned bits[kWarps][kWords];
   __shared__ unsigned long long sums[2][kWarps];
