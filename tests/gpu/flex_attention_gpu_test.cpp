@@ -492,5 +492,87 @@ TEST(FlexGpuBlockMask, CreateBlockMaskEqualsTheCpuPlugins) {
   std::cout << "[ timing ] create_block_mask S32768 causal 128x128 broadcast: " << ms << " ms a call\n";
 }
 
+// The Hopper forward's persistent CTAs take block-sparse tiles through a ring of three slots
+// (fa3_forward.cuh: a scheduling warp publishes, one thread loads, the consumers compute), which
+// turns over only when a CTA takes more than two tiles: the cases above give it 192 tiles at most
+// for the H100's 132 CTAs. Here 2 sequences x 32 heads x 1024 rows are 512 tiles of 128 rows (384
+// of 192), at each tile height and under the per-call choice, against flash_attention_2's kernel
+// under the same mods and block mask (a CTA a tile, no ring; the cases above hold it to the fp64
+// reference). A tile that read another slot's walk or Q would be off by the size of the outputs,
+// far past the bound (two bf16 steps of the largest output, for the two kernels' summation order).
+TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKernel) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  if (gpu.device.cuda_arch != 90) GTEST_SKIP() << "the Hopper forward runs on sm_90";
+  constexpr int kSeq = 1024, kBlocks = kSeq / 128;
+  std::mt19937 rng(5);
+  std::vector<int> sparse(kBlocks * kBlocks);
+  for (int& st : sparse) st = static_cast<int>(rng() % 3);
+  for (int m = 0; m < kBlocks; ++m) sparse[m * kBlocks] = 2;  // every row sees some key
+  struct Mod {
+    const char* name;
+    const char* mask_mod;
+    std::function<int(int, int)> state;  // of block (m, n): 0 skipped, 1 partial, 2 full
+  };
+  // The window's block states from its rule, element by element.
+  auto window = [](int m, int n) {
+    int seen = 0;
+    for (int i = 128 * m; i < 128 * m + 128; ++i) {
+      for (int j = 128 * n; j < 128 * n + 128; ++j) seen += i >= j && i - j < 256;
+    }
+    return seen == 0 ? 0 : seen == 128 * 128 ? 2 : 1;
+  };
+  const Mod mods[] = {{"sliding_window_256", "q_idx >= kv_idx && q_idx - kv_idx < 256", window},
+                      {"random_block_sparse", "((q_idx + kv_idx) % 3) != 0",
+                       [&sparse](int m, int n) { return sparse[m * kBlocks + n]; }}};
+  auto values = [](const HostTensor& t) {
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (int64_t e = 0; e < t.numel(); ++e) v[static_cast<size_t>(e)] = t.get(e);
+    return v;
+  };
+  Backend& flex = *gpu.backend("flex_attention");
+  for (int hd : {64, 128}) {
+    for (const Mod& mod : mods) {
+      WorkloadSpec spec = shape(2, kSeq, kSeq, 32, 8, hd, ATTNRT_DTYPE_BF16);
+      spec.seed = 29 + hd;
+      Workload w = gpu_workload(gpu, spec);
+      Flex f;
+      test::set_block_mask(f, kSeq, kSeq, 128, 128, mod.state);
+      f.mask_mod = mod.mask_mod;
+      std::vector<DeviceTensor> mask;
+      for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
+        mask.emplace_back(*t, w.desc.device);
+      }
+      f.attach(w.desc);
+      f.block.kv_num_blocks = mask[0].dl();
+      f.block.kv_indices = mask[1].dl();
+      f.block.full_kv_num_blocks = mask[2].dl();
+      f.block.full_kv_indices = mask[3].dl();
+      ASSERT_EQ(flex.unsupported_reason(w.desc), "") << mod.name;
+      ReferenceForward fa2;
+      {
+        ScopedEnv path("ATTNRT_FLEX_FORWARD", "flash_attention_2");
+        DeviceWorkload dw(w, w.desc.device);
+        attnrt_forward_args fa = dw.forward_args();
+        dw.poison_forward_outputs();
+        flex.forward(w.desc, fa, 0);
+        dw.download_forward_outputs();
+        fa2.out = values(w.out);
+        fa2.lse = values(w.lse);
+      }
+      const double bound = 2 * std::ldexp(1.0, -7) * std::max(1.0, max_abs(fa2.out));
+      for (const char* rows : {"128", "192", "auto"}) {
+        ScopedEnv path("ATTNRT_FLEX_FORWARD", "hopper");
+        ScopedEnv height("ATTNRT_FLEX_ROWS", rows);
+        const Errors e = run_forward(flex, w, fa2);
+        EXPECT_LE(e.out, bound) << mod.name << " hd" << hd << " rows " << rows << ": out";
+        EXPECT_LE(e.lse, 1e-3) << mod.name << " hd" << hd << " rows " << rows << ": lse";
+        std::cout << "[ errors ] many tiles " << mod.name << " hd" << hd << " rows " << rows << ": out " << e.out
+                  << " lse " << e.lse << " (against flash_attention_2's kernel)\n";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnrt::gpu_test

@@ -177,7 +177,8 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   // on to blockIdx.x + gridDim.x, ... where every tile costs the same, or, with kDynamic (tiles of
   // different lengths: causal, windows, varlen; p.tile_counter zeroed before the launch), to the
   // next tile no CTA has taken yet, so CTAs that drew short tiles take more of them; the producer
-  // claims those and hands them to the consumers through a ring of two slots. The K/V ring's
+  // claims those and hands them to the consumers through a ring of two slots (three for
+  // block-sparse walks, published by a warp of their own: see the producer). The K/V ring's
   // stage and phase run on across tiles, so the producer loads the next tile's Q and first K/V
   // blocks while the consumers finish the last one. (One kernel for both walks, the dealt one
   // reading the slots only when claimed, ran 4-11% slower on non-causal grids: two kernels.)
@@ -196,7 +197,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     if constexpr (kDynamic) {
       for (int s = 0; s < Smem::kTileSlots; ++s) {
         hopper::Barrier::init(&sm.tile_full[s], 1);
-        // One arrival per consumer warp, and a block-sparse walk's loading warp's.
+        // One arrival per consumer warp, and a block-sparse walk's loading thread's.
         hopper::Barrier::init(&sm.tile_empty[s], 4 * C::kConsumers + (kSparse ? 1 : 0));
       }
     }
@@ -212,12 +213,12 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
   __syncthreads();
 
   if (warpgroup == 0) {
-    // ---- Producer: one thread issues every load; the block's other 127 threads idle on few
-    // registers. A block-sparse walk also keeps the second warp, which schedules: it claims the
-    // tiles and its 32 lanes read the block mask's states of 32 key blocks at once for each
-    // tile's walk (one thread reading them in turn left the consumers waiting: 0.6x of the dense
-    // forward's speed at 64 blocks a tile), up to three tiles ahead of the first warp's loads
-    // and kClaimAhead blocks. With one warp doing both, a short walk's consumers waited at each
+    // ---- Producer: one thread issues every load; the warpgroup's other threads return, having
+    // given their registers up. A block-sparse walk also keeps the second warp, which schedules:
+    // it claims the tiles and its 32 lanes read the block mask's states of 32 key blocks at once
+    // for each tile's walk (one thread reading them in turn left the consumers waiting: 0.6x of
+    // the dense forward's speed at 64 blocks a tile), up to two tiles past the one being loaded
+    // (three slots) and kClaimAhead blocks. With one warp doing both, a short walk's consumers waited at each
     // tile's end for the next tile's claim and walk (ncu, bench/results/flex-choice-2026-11-26
     // call 6); apart, the 256-key window and the document mask ran 7-15% faster at 16k keys.
     // flash_attention_3's own kernels keep one thread and compile as before.

@@ -485,8 +485,10 @@ class FlexAttentionCuda {
     if (x.tile_state == nullptr) check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
     set_smem(m.kernel, m.smem, d, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
-    // After the block-state kernel, a programmatic dependent launch: the CTAs start while it runs
-    // and wait for it in the kernel (griddepcontrol), which hides the launch between the two.
+    // After the block-state kernel (or, the second of the choice's pair, after the first), a
+    // programmatic dependent launch: the CTAs may start while it runs and wait for it in the
+    // kernel (griddepcontrol), which hides the launch between the two (the first forward does not
+    // release the second early, so that one starts as the first ends).
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(ctas);
     config.blockDim = dim3(m.threads);
