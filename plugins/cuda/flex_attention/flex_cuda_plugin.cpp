@@ -327,9 +327,24 @@ class FlexAttentionCuda {
     if (sms == 0) check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.device.device_id), what);
     return sms;
   }
+  // dependent: a programmatic dependent launch of the kernel before it on the stream, whose CTAs
+  // may start while that one runs (the kernel waits for it with griddepcontrol.wait before it
+  // reads what that one wrote).
   static void launch(cudaKernel_t k, dim3 grid, int threads, size_t smem, void** args, const attnrt_exec& e,
-                     const char* what) {
-    check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(k), grid, dim3(threads), args, smem, stream(e)), what);
+                     const char* what, bool dependent = false) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream(e);
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    if (dependent) {
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+    }
+    check_cuda(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(k), args), what);
   }
 
   // The dK/dV kernel: flash_attention_2's wide one where the GPU has sm_90's shared memory (as
@@ -486,22 +501,9 @@ class FlexAttentionCuda {
     set_smem(m.kernel, m.smem, d, what);
     void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
     // After the block-state kernel (or, the second of the choice's pair, after the first), a
-    // programmatic dependent launch: the CTAs may start while it runs and wait for it in the
-    // kernel (griddepcontrol), which hides the launch between the two (the first forward does not
+    // dependent launch, which hides the launch between the two (the first forward does not
     // release the second early, so that one starts as the first ends).
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(ctas);
-    config.blockDim = dim3(m.threads);
-    config.dynamicSmemBytes = m.smem;
-    config.stream = stream(e);
-    cudaLaunchAttribute dependent{};
-    dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    dependent.val.programmaticStreamSerializationAllowed = 1;
-    if (x.tile_state != nullptr) {
-      config.attrs = &dependent;
-      config.numAttrs = 1;
-    }
-    check_cuda(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(m.kernel), args), what);
+    launch(m.kernel, dim3(ctas), m.threads, m.smem, args, e, what, x.tile_state != nullptr);
   }
 
   // flash_attention_3's dK/dV/dQ kernel (fa3_backward.cuh) under the flex policy, between
