@@ -627,17 +627,22 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // A warpgroup whose rows all lie past the sequence's end skips every block: the last tile of
     // a length that is not a multiple of the tile (at 192 rows and 2048 tokens, a third of the
     // tile that sees every key) would otherwise compute rows nobody stores.
-    // (A block-sparse walk marks such blocks skipped for this warpgroup instead: its order is not
-    // the contiguous one counted here.)
-    int skip = 0;
+    // A block-sparse walk marks the blocks a warpgroup's rows do not see as skipped for it, in
+    // the walk's order (rows past the end see none). The leading run of them (a causal mask's
+    // last blocks for a 192-row tile's first rows; the producer counts it) is passed over the
+    // same way, and the walk then starts after it (`lead`: the steps below count from there, so
+    // that they compile as before; counted from the walk's start, they cost the hd128 kernel
+    // spills in its step loop); the others are computed fully masked.
+    int skip = 0, lead = 0;
     if constexpr (kSparse) {
-      skip = m0 + wr0 >= seq.q_len ? n_blocks : 0;
+      while (lead < n_blocks && walk_state(walk[lead], cw) == Policy::kSkip) ++lead;
     } else if constexpr (kDynamic) {
       skip = m0 + wr0 >= seq.q_len ? n_blocks : keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
     }
     skip = __shfl_sync(~0u, skip, 0);
+    lead = __shfl_sync(~0u, lead, 0);
     hopper::TxBarrier::wait(&sm.q_full, tile_it & 1);
-    for (int it = 0; it < skip; ++it) {
+    for (int it = 0; it < skip + lead; ++it) {
       hopper::TxBarrier::wait(&sm.k_full[stage_of(it)], phase_of(it));
       turn_begin();
       turn_end();
@@ -645,7 +650,12 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       hopper::TxBarrier::wait(&sm.v_full[stage_of(it)], phase_of(it));
       if (lane == 0) hopper::Barrier::arrive(&sm.v_empty[stage_of(it)]);
     }
-    if (skip < n_blocks) {
+    if constexpr (kSparse) {
+      kv_it += lead;
+      walk += lead;
+    }
+    const int steps = n_blocks - lead;  // from the walk's new start
+    if (skip < steps) {
       keys_seen(skip);
       hopper::TxBarrier::wait(&sm.k_full[stage_of(skip)], phase_of(skip));
       turn_begin();
@@ -655,13 +665,13 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       cute::warpgroup_wait<0>();
       hopper::fence_operands(s_flat);
       if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage_of(skip)]);
-      if (skip == n_blocks - 1) release_q();
+      if (skip == steps - 1) release_q();
       softmax(skip);
       to_p();
     } else {
       release_q();
     }
-    for (int it = skip + 1; it < n_blocks; ++it) {
+    for (int it = skip + 1; it < steps; ++it) {
       const int stage = stage_of(it), prev = stage_of(it - 1);
       keys_seen(it);
       hopper::TxBarrier::wait(&sm.k_full[stage], phase_of(it));
@@ -675,7 +685,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       cute::warpgroup_wait<1>();  // S_j has landed; P_(j-1) V_(j-1) may still run
       hopper::fence_operands(s_flat);
       if (lane == 0) hopper::Barrier::arrive(&sm.k_empty[stage]);
-      if (it == n_blocks - 1) release_q();
+      if (it == steps - 1) release_q();
       softmax(it);
       cute::warpgroup_wait<0>();
       hopper::fence_operands(o_flat);
@@ -684,10 +694,10 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       rescale_o();
       to_p();
     }
-    if (skip < n_blocks) {
-      const int last = stage_of(n_blocks - 1);
-      hopper::TxBarrier::wait(&sm.v_full[last], phase_of(n_blocks - 1));
-      if (n_blocks == 1) clear_v_tail(last);
+    if (skip < steps) {
+      const int last = stage_of(steps - 1);
+      hopper::TxBarrier::wait(&sm.v_full[last], phase_of(steps - 1));
+      if (steps == 1) clear_v_tail(last);
       turn_begin();
       cute::warpgroup_arrive();
       issue_pv(last);
@@ -700,7 +710,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       turn_begin();  // the last product's turn, which every warpgroup takes
       turn_end();
     }
-    kv_it += n_blocks;
+    kv_it += steps;
 
     // Epilogue: normalize, then O through this warpgroup's own rows of the staging tile (sm.o,
     // or Q's tile at head_dim 256: no other warpgroup reads those rows, and this one's last
