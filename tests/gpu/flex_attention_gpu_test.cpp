@@ -574,5 +574,92 @@ TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKer
   }
 }
 
+// At head_dim 64 from 4096 query rows the GPU chooses the forward's tile height for a block mask
+// (both kernels launched, the cheaper one runs), and the plugin remembers the choice per block mask
+// once its sums have come back (rows_choice.hpp), launching that kernel alone. Later calls with the
+// same block mask must answer bit for bit as the first (the same kernel: the host's rule is the
+// GPU's), and a block mask rewritten in place, whose remembered height is now the other one's
+// choice, must still answer right (the choice is speed only), each against flash_attention_2's
+// kernel under the same mods (bound as in the test above).
+TEST(FlexGpuBlockMask, TheRememberedTileHeightAnswersAsTheChoiceDid) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  if (gpu.device.cuda_arch != 90) GTEST_SKIP() << "the Hopper forward runs on sm_90";
+  constexpr int kSeq = 4096, kBlocks = kSeq / 128;
+  // The 256-key window takes 192 rows, a random 10% of blocks 128 (rows_chosen's model).
+  auto window = [](int m, int n) { return n == m || n == m - 2 ? 1 : n == m - 1 ? 2 : 0; };
+  std::mt19937 rng(11);
+  std::vector<int> sparse(kBlocks * kBlocks, 0);
+  for (int m = 0; m < kBlocks; ++m) {
+    sparse[m * kBlocks] = 2;
+    for (int k = 0; k < kBlocks / 10; ++k) sparse[m * kBlocks + static_cast<int>(rng() % kBlocks)] = 1;
+  }
+  auto values = [](const HostTensor& t) {
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (int64_t e = 0; e < t.numel(); ++e) v[static_cast<size_t>(e)] = t.get(e);
+    return v;
+  };
+  Backend& flex = *gpu.backend("flex_attention");
+  ScopedEnv height("ATTNRT_FLEX_ROWS", nullptr);  // the plugin's own rule: the choice from 4096 rows
+  ScopedEnv path("ATTNRT_FLEX_FORWARD", nullptr);
+  WorkloadSpec spec = shape(1, kSeq, kSeq, 8, 8, 64, ATTNRT_DTYPE_BF16);
+  spec.seed = 41;
+  Workload w = gpu_workload(gpu, spec);
+  Flex f;
+  test::set_block_mask(f, kSeq, kSeq, 128, 128, window);
+  f.mask_mod = "q_idx >= kv_idx && q_idx - kv_idx < 256";
+  std::vector<DeviceTensor> mask;
+  for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
+    mask.emplace_back(*t, w.desc.device);
+  }
+  f.attach(w.desc);
+  f.block.kv_num_blocks = mask[0].dl();
+  f.block.kv_indices = mask[1].dl();
+  f.block.full_kv_num_blocks = mask[2].dl();
+  f.block.full_kv_indices = mask[3].dl();
+  ASSERT_EQ(flex.unsupported_reason(w.desc), "");
+  auto fa2_reference = [&] {
+    ScopedEnv fa2_path("ATTNRT_FLEX_FORWARD", "flash_attention_2");
+    ReferenceForward ref;
+    DeviceWorkload dw(w, w.desc.device);
+    attnrt_forward_args fa = dw.forward_args();
+    dw.poison_forward_outputs();
+    flex.forward(w.desc, fa, 0);
+    dw.download_forward_outputs();
+    ref.out = values(w.out);
+    ref.lse = values(w.lse);
+    return ref;
+  };
+  ReferenceForward ref = fa2_reference();
+  const double bound = 2 * std::ldexp(1.0, -7) * std::max(1.0, max_abs(ref.out));
+  std::vector<double> first;
+  for (int call = 0; call < 4; ++call) {
+    const Errors e = run_forward(flex, w, ref);  // (downloads its outputs: the sums are back after it)
+    EXPECT_LE(e.out, bound) << "window, call " << call;
+    EXPECT_LE(e.lse, 1e-3) << "window, call " << call;
+    const std::vector<double> out = values(w.out);
+    if (call == 0) first = out;
+    size_t differ = 0;
+    for (size_t i = 0; i < out.size(); ++i) differ += out[i] != first[i];
+    EXPECT_EQ(differ, 0u) << "window, call " << call << ": outputs unlike the first call's";
+  }
+  // The same tensors, rewritten with the sparse mask's lists (under the same mask_mod: every row
+  // sees its full first block).
+  Flex g;
+  test::set_block_mask(g, kSeq, kSeq, 128, 128, [&sparse](int m, int n) { return sparse[m * kBlocks + n]; });
+  mask[0].upload(g.kv_num_blocks);
+  mask[1].upload(g.kv_indices);
+  mask[2].upload(g.full_kv_num_blocks);
+  mask[3].upload(g.full_kv_indices);
+  ref = fa2_reference();
+  for (int call = 0; call < 2; ++call) {
+    const Errors e = run_forward(flex, w, ref);
+    EXPECT_LE(e.out, bound) << "rewritten in place, call " << call;
+    EXPECT_LE(e.lse, 1e-3) << "rewritten in place, call " << call;
+    std::cout << "[ errors ] remembered tile height, rewritten mask, call " << call << ": out " << e.out << " lse "
+              << e.lse << "\n";
+  }
+}
+
 }  // namespace
 }  // namespace attnrt::gpu_test

@@ -9,6 +9,7 @@
 // create_block_mask (ABI 1.4) runs mask_mod in the same module (flex_block_mask.cuh).
 #include "hopper_module.hpp"
 #include "kernel_module.hpp"
+#include "rows_choice.hpp"
 
 #include <attnrt/plugin.hpp>
 #include <attnrt/validate.hpp>
@@ -138,10 +139,16 @@ class FlexAttentionCuda {
     sdk::require_workspace(e, workspace_size(d, false, 0), 0);
     const std::shared_ptr<const HopperModule> hm = hopper_module(d, false);
     int32_t* counter = hm ? static_cast<int32_t*>(e.workspace) : nullptr;
-    const Rows rows = hm ? forward_rows(d) : Rows::k128;
+    Rows rows = hm ? forward_rows(d) : Rows::k128;
     // (A 192-row variant that does not link leaves the call on 128 rows, as hopper_module leaves
     // a call that cannot take the Hopper kernels on flash_attention_2's; then nothing is summed.)
     const std::shared_ptr<const HopperModule> tall = rows == Rows::k128 ? nullptr : hopper_module(d, false, 192);
+    RowsChoices::Key choice;
+    if (rows == Rows::kChoose && tall) {
+      choice = RowsChoices::key(hm.get(), d, *sdk::flex_block(d));
+      const int chosen = choices_.chosen(choice);  // this block mask's, where made before
+      if (chosen) rows = chosen == 192 ? Rows::k192 : Rows::k128;
+    }
     unsigned long long* walks = rows == Rows::kChoose && tall
                                     ? reinterpret_cast<unsigned long long*>(static_cast<char*>(e.workspace) + kWalksAt)
                                     : nullptr;
@@ -151,10 +158,16 @@ class FlexAttentionCuda {
     }
     attnrt_flex::KernelParams x = kernel_params(d, *m, e, states_offset(d, false), counter, walks);
     if (walks) {
-      // Both kernels, of which the one whose walks over the block mask are cheaper runs and the
-      // other returns at once (rows_chosen; attnrt_flex_block_states summed the walks).
+      // Both kernels, of which the one whose tiles cost less over the block mask runs and the
+      // other returns at once (rows_chosen; attnrt_flex_block_states summed the costs), and the
+      // sums back to the host for this block mask's later calls (rows_choice.hpp).
       x.tile_walks = walks;
+      choices_.fetch(choice, walks, stream(e));
       hopper_forward(d, a, e, *tall, x);
+      hopper_forward(d, a, e, *hm, x);
+      return;
+    }
+    if (hm && rows == Rows::k128) {
       hopper_forward(d, a, e, *hm, x);
       return;
     }
@@ -583,6 +596,7 @@ class FlexAttentionCuda {
 
   mutable ModuleCache modules_;
   mutable HopperCache hopper_;
+  mutable RowsChoices choices_;
   mutable std::mutex attributes_mutex_;
   mutable std::set<std::tuple<const void*, int, size_t>> smem_set_;  // (kernel, device, bytes) set
   mutable std::map<int, int> sm_counts_;                             // by device

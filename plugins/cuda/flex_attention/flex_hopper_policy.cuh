@@ -19,17 +19,16 @@ extern "C" __device__ float attnrt_flex_score_mod_grad(const attnrt_flex::Contex
 namespace attnrt::cuda {
 
 // Whether the forward kernel of `rows` query rows a tile runs this call (attnrt_flex::KernelParams
-// tile_walks). A 192-row tile walks the union of the key blocks of the block mask's rows it spans,
-// with a warpgroup idle on a block its own row skips; a step of it costs about 1.5 / 1.14 of a
-// 128-row tile's (three warpgroups against two, and 1.14x the dense throughput measured at
-// head_dim 64, bench/results/flex-rows192-2026-11-26/), so 192 rows win where their walks visit
-// under 3/4 of the 128-row walks' blocks: causal 2/3, documents and dense alike; a 256-key window
-// 8/9, a random block-sparse mask about 1.3. The choice costs a call 10-18 us where 128 rows win
-// (the sums, and the other kernel's launch; bench/results/flex-choice-2026-11-26/), so the plugin
-// makes it from 4096 query rows.
+// tile_walks): the height whose tiles cost less in all (attnrt_flex_block_states' model). A
+// 192-row tile walks the union of the key blocks of the block mask's rows it spans, with a
+// warpgroup masked on a block its own row skips unless the block leads the walk; it pays where
+// the rows share their blocks, or where short walks make the tiles' fixed costs count: causal,
+// documents, dense and a 256-key window take 192 rows, a random 90%-sparse mask 128. The choice
+// costs a call 10-18 us where 128 rows win (the sums, and the other kernel's launch;
+// bench/results/flex-choice-2026-11-26/), so the plugin makes it from 4096 query rows.
 __device__ __forceinline__ bool rows_chosen(const attnrt_flex::KernelParams& x, int rows) {
   if (x.tile_walks == nullptr) return true;
-  const bool tall = 4 * x.tile_walks[1] < 3 * x.tile_walks[0];
+  const bool tall = x.tile_walks[1] < x.tile_walks[0];
   return (rows == 192) == tall;
 }
 

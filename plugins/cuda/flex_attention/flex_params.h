@@ -22,9 +22,9 @@ struct KernelParams {
   int forward_bn;         // keys per step of the forward kernel (its block walk counts in steps)
   int has_mask_mod;       // 0: no mask_mod (its predicate is never evaluated)
   // The Hopper forward's choice of tile height at head_dim 64 (flex_hopper_policy.cuh,
-  // rows_chosen): NULL, the launched kernel runs; else the key blocks the walks of 128- and of
-  // 192-row tiles visit over the block mask ([0], [1]; attnrt_flex_block_states sums them), and of
-  // the two kernels launched the one with the cheaper walks runs, the other returns at once.
+  // rows_chosen): NULL, the launched kernel runs; else the modelled cost of the forward's tiles
+  // of 128 and of 192 rows over the block mask ([0], [1]; attnrt_flex_block_states sums them), and
+  // of the two kernels launched the cheaper one runs, the other returns at once.
   const unsigned long long* tile_walks;
 };
 

@@ -89,14 +89,21 @@ class FlexScores : public StandardScores {
 //
 // With `walks` (the Hopper forward's choice of tile height at head_dim 64, rows_chosen in
 // flex_hopper_policy.cuh), more warps follow the rows' ones, one per (row of the lists' sequences
-// and heads, tile) of 128 rows (summed in walks[0]) and of 192 (walks[1]): each counts the key
-// blocks that some block-mask row of its tile lists, from the lists themselves (so it needs no
-// other warp's states) through a bitmap of the keys in shared memory; the block adds its warps'
-// counts and makes two atomic additions. `walks` must be zero before the launch (the plugin clears
-// it with a memset: this kernel cannot, as other blocks may add to it first). Past
-// ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is counted, which leaves 128 rows. (A kernel
-// of its own, a thread a tile walking the states one load after another, took 21-46 us at 8k-16k
-// keys: bench/results/flex-rows192-2026-11-26/.)
+// and heads, tile) of 128 rows (summed in walks[0]) and of 192 (walks[1]): each costs its tile's
+// forward, from the lists themselves (so it needs no other warp's states). The tile's walk is the
+// key blocks some block-mask row of it lists (a bitmap of the keys in shared memory); each
+// consumer warpgroup (64 rows) computes the walk's blocks up to the last one its own row lists
+// and passes over those above (fa3_forward.cuh's `lead`). A tile costs ATTNRT_FLEX_TILE_COST
+// (its Q load, the pipeline's fill and drain, its epilogue) plus its warpgroups' steps at
+// ATTNRT_FLEX_STEP_COST_128 or _192 each (three warpgroups keep the tensor cores busier: 1.14x
+// the dense throughput of two at head_dim 64). The constants fit the 256-key window's, the
+// causal mask's and a random 90%-sparse mask's times at both heights
+// (bench/results/flex-lead-2026-11-27/). The block adds its warps' costs and makes two atomic
+// additions. `walks` must be zero before the launch (the plugin clears it with a memset: this
+// kernel cannot, as other blocks may add to it first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key
+// blocks nothing is counted, which leaves 128 rows. (A kernel of its own, a thread a tile walking
+// the states one load after another, took 21-46 us at 8k-16k keys:
+// bench/results/flex-rows192-2026-11-26/.)
 struct AttnrtFlexList {
   const int* num;
   const int* idx;
@@ -106,6 +113,9 @@ struct AttnrtFlexList {
 
 #define ATTNRT_FLEX_STATE_THREADS 128
 #define ATTNRT_FLEX_WALK_KEY_BLOCKS 1024
+#define ATTNRT_FLEX_TILE_COST 740
+#define ATTNRT_FLEX_STEP_COST_128 114
+#define ATTNRT_FLEX_STEP_COST_192 100
 
 extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
     attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks, int k_blocks,
@@ -150,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
       __syncwarp();  // the full list's states land after the partial list's: a block in both is full
     }
   };
-  unsigned long long visited_low = 0, visited_tall = 0;  // this warp's walks of each tile height
+  unsigned long long visited_low = 0, visited_tall = 0;  // this warp's tile's cost, at each height
   if (id < rows) {
     const int m = static_cast<int>(id % q_blocks), h = static_cast<int>(id / q_blocks % heads),
               b = static_cast<int>(id / q_blocks / heads);
@@ -177,10 +187,24 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
                     [&](int block, unsigned char) { atomicOr(&mine[block / 32], 1u << (block % 32)); });
       }
       __syncwarp();
-      unsigned count = 0;
-      for (int w = lane; w < (k_blocks + 31) / 32; w += 32) count += __popc(mine[w]);
-      count = __reduce_add_sync(0xffffffffu, count);
-      (which ? visited_tall : visited_low) = count;
+      unsigned long long cost = ATTNRT_FLEX_TILE_COST;
+      for (int wg = 0; wg < tile_rows / 64; ++wg) {
+        const int row0 = t * tile_rows + 64 * wg;
+        if (row0 >= seqlen_q) break;  // (rows past the end compute nothing)
+        int top = -1;                 // the last key block the warpgroup's row lists
+        for_entries(bh / heads, bh % heads, min(row0 / q_block, q_blocks - 1),
+                    [&](int block, unsigned char) { top = max(top, block); });
+        top = __reduce_max_sync(0xffffffffu, top);
+        unsigned steps = 0;  // the walk's blocks 0 .. top
+        for (int w = lane; w <= top / 32 && top >= 0; w += 32) {
+          const unsigned word = mine[w];
+          steps += __popc(w < top / 32 || top % 32 == 31 ? word : word & ((2u << (top % 32)) - 1));
+        }
+        steps = __reduce_add_sync(0xffffffffu, steps);
+        cost +=
+            static_cast<unsigned long long>(steps) * (which ? ATTNRT_FLEX_STEP_COST_192 : ATTNRT_FLEX_STEP_COST_128);
+      }
+      (which ? visited_tall : visited_low) = cost;
     }
   }
   if (walks == nullptr) return;  // (block-uniform)

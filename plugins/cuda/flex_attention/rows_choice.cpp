@@ -1,0 +1,102 @@
+#include "rows_choice.hpp"
+
+#include <attnrt_cuda/make_params.hpp>
+
+#include <iterator>
+
+namespace attnrt::plugins::flex_cuda {
+namespace {
+
+// Whether the work before `done` has completed. (cudaErrorNotReady is not an error; it is
+// cleared from the runtime's last error, so that no later check of it sees one.)
+bool ready(cudaEvent_t done) {
+  const cudaError_t status = cudaEventQuery(done);
+  if (status == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+  return status == cudaSuccess;
+}
+
+// Drops a failed call's error from the runtime's last error (the choice stays on the GPU).
+void forget_error() { (void)cudaGetLastError(); }
+
+}  // namespace
+
+RowsChoices::~RowsChoices() {
+  // (At process exit the driver may be gone; nothing here may throw.)
+  for (auto& [key, entry] : entries_) {
+    if (entry.slot >= 0) cudaEventDestroy(entry.done);
+  }
+  if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+RowsChoices::Key RowsChoices::key(const void* mods, const attnrt_attention_desc& d, const attnrt_flex_attention& f) {
+  Key k{reinterpret_cast<intptr_t>(mods), d.device.device_id, d.seqlen_q, d.seqlen_k, f.q_block_size, f.kv_block_size};
+  for (const DLTensor* t : {f.kv_num_blocks, f.kv_indices, f.full_kv_num_blocks, f.full_kv_indices}) {
+    if (t == nullptr) {
+      k.push_back(-1);
+      continue;
+    }
+    k.push_back(reinterpret_cast<intptr_t>(cuda::detail::data_of(t)));
+    k.push_back(t->ndim);
+    for (int i = 0; i < t->ndim; ++i) {
+      k.push_back(t->shape[i]);
+      k.push_back(cuda::detail::stride_of(*t, i));
+    }
+  }
+  return k;
+}
+
+int RowsChoices::chosen(const Key& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) return 0;
+  Entry& e = it->second;
+  if (e.rows == 0 && e.slot >= 0 && ready(e.done)) {
+    const unsigned long long* sums = host_ + 2 * e.slot;
+    e.rows = sums[1] < sums[0] ? 192 : 128;  // rows_chosen's rule
+    cudaEventDestroy(e.done);
+    busy_[e.slot] = false;
+    e.slot = -1;
+  }
+  if (e.rows != 0 && ++e.uses == kRecheck) {
+    e.rows = e.uses = 0;  // this call makes it on the GPU and fetches it again
+  }
+  return e.rows;
+}
+
+void RowsChoices::fetch(const Key& key, const unsigned long long* sums, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (const auto it = entries_.find(key); it != entries_.end() && (it->second.rows != 0 || it->second.slot >= 0)) {
+    return;
+  }
+  int slot = 0;
+  while (slot < kSlots && busy_[slot]) ++slot;
+  if (slot == kSlots) return;
+  if (host_ == nullptr &&
+      cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_), cudaHostAllocPortable) != cudaSuccess) {
+    host_ = nullptr;
+    forget_error();
+    return;  // (the choice stays on the GPU; a later call tries again)
+  }
+  cudaEvent_t done{};
+  if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess) {
+    forget_error();
+    return;
+  }
+  if (cudaMemcpyAsync(host_ + 2 * slot, sums, 2 * sizeof(*sums), cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+      cudaEventRecord(done, stream) != cudaSuccess) {
+    cudaEventDestroy(done);
+    forget_error();
+    return;
+  }
+  if (entries_.size() >= kMax) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = it->second.slot < 0 ? entries_.erase(it) : std::next(it);
+    }
+  }
+  busy_[slot] = true;
+  entries_[key] = Entry{0, 0, slot, done};
+}
+
+}  // namespace attnrt::plugins::flex_cuda
