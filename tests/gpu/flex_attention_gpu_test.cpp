@@ -574,7 +574,7 @@ TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKer
   }
 }
 
-// At head_dim 64 from 4096 query rows the GPU chooses the forward's tile height for a block mask
+// At head_dim 64 the GPU chooses the forward's tile height for a block mask
 // (both kernels launched, the cheaper one runs), and the plugin remembers the choice per block mask
 // once its sums have come back (rows_choice.hpp), launching that kernel alone. Later calls with the
 // same block mask must answer bit for bit as the first (the same kernel: the host's rule is the
@@ -600,7 +600,7 @@ TEST(FlexGpuBlockMask, TheRememberedTileHeightAnswersAsTheChoiceDid) {
     return v;
   };
   Backend& flex = *gpu.backend("flex_attention");
-  ScopedEnv height("ATTNRT_FLEX_ROWS", nullptr);  // the plugin's own rule: the choice from 4096 rows
+  ScopedEnv height("ATTNRT_FLEX_ROWS", nullptr);  // the plugin's own rule: the choice
   ScopedEnv path("ATTNRT_FLEX_FORWARD", nullptr);
   WorkloadSpec spec = shape(1, kSeq, kSeq, 8, 8, 64, ATTNRT_DTYPE_BF16);
   spec.seed = 41;

@@ -114,9 +114,8 @@ class FlexAttentionCuda {
     }
     try {
       module(d);
-      // The forward's 192-row variant too where a call of this shape may take it (forward_rows:
-      // from 4096 query rows, which a later call of the same mods may have), so that no call links
-      // a kernel.
+      // The forward's 192-row variant too where a call of these mods may take it (forward_rows),
+      // so that no call links a kernel.
       if (hopper_module(d, false) && may_take_tall(d)) hopper_module(d, false, 192);
       hopper_module(d, true);
     } catch (const sdk::Error& e) {
@@ -286,13 +285,14 @@ class FlexAttentionCuda {
   // launched with the choice left to the GPU, which has the block mask's statistics
   // (rows_chosen in flex_hopper_policy.cuh).
   enum class Rows { k128, k192, kChoose };
-  // At head_dim 64 from 4096 query rows (bench/results/flex-rows192-2026-11-26/: 192 rows faster
-  // on dense-like masks at 8k and 16k keys, within a few percent either way at 2k): 192 rows
-  // without a block mask or a window (every tile visits every block, or a causal triangle's), the
-  // GPU's choice with a block mask (flash_attention_3's window rule, which the walks also apply,
-  // is not in its sums, so a call with a window and a block mask stays on 128 too). Else 128.
-  // ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: from any length; 128 also
-  // skips linking the 192-row variant when a shape is prepared, so set it before then).
+  // At head_dim 64: with a block mask, the GPU's choice, at any length (made once per mods and
+  // block mask: rows_choice.hpp; bench/results/flex-lead-2026-11-27/); without one, 192 rows from
+  // 4096 query rows (every tile visits every block, or a causal triangle's: 192 rows faster at 8k
+  // and 16k keys, within a few percent either way at 2k, bench/results/flex-rows192-2026-11-26/).
+  // With a window, 128 (flash_attention_3's window rule, which the walks also apply, is not in
+  // the choice's sums). ATTNRT_FLEX_ROWS=128|192|auto overrides it at head_dim 64 (auto: 192
+  // rows without a block mask at any length too; 128 also skips linking the 192-row variant when
+  // a shape is prepared, so set it before then).
   static std::string forced_rows() {
     const char* env = std::getenv("ATTNRT_FLEX_ROWS");
     return env ? env : "";
@@ -306,10 +306,9 @@ class FlexAttentionCuda {
     const std::string forced = forced_rows();
     if (!may_take_tall(d, forced)) return Rows::k128;
     if (forced == "192") return Rows::k192;
-    if (forced != "auto" && d.seqlen_q < 4096) return Rows::k128;
     if (d.window_left >= 0 || (d.window_right >= 0 && !d.causal)) return Rows::k128;  // measured for neither
     const attnrt_flex_attention* f = sdk::flex_block(d);
-    if (!f || !f->kv_num_blocks) return Rows::k192;
+    if (!f || !f->kv_num_blocks) return forced == "auto" || d.seqlen_q >= 4096 ? Rows::k192 : Rows::k128;
     // attnrt_flex_block_states' bitmap of the keys holds ATTNRT_FLEX_WALK_KEY_BLOCKS blocks (the
     // kernel counts nothing past it, which leaves 128 rows); longer masks stay on 128 rows here.
     return ceil_div(d.seqlen_k, int64_t(f->kv_block_size)) <= kWalkKeyBlocks ? Rows::kChoose : Rows::k128;

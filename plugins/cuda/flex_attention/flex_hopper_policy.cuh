@@ -24,8 +24,8 @@ namespace attnrt::cuda {
 // warpgroup masked on a block its own row skips unless the block leads the walk; it pays where
 // the rows share their blocks, or where short walks make the tiles' fixed costs count: causal,
 // documents, dense and a 256-key window take 192 rows, a random 90%-sparse mask 128. The choice
-// costs a call 10-18 us where 128 rows win (the sums, and the other kernel's launch;
-// bench/results/flex-choice-2026-11-26/), so the plugin makes it from 4096 query rows.
+// costs a call 10-19 us (the sums, and the other kernel's launch), so the plugin makes it once per
+// mods and block mask (rows_choice.hpp).
 __device__ __forceinline__ bool rows_chosen(const attnrt_flex::KernelParams& x, int rows) {
   if (x.tile_walks == nullptr) return true;
   const bool tall = x.tile_walks[1] < x.tile_walks[0];

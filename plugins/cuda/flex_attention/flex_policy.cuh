@@ -96,14 +96,13 @@ class FlexScores : public StandardScores {
 // and passes over those above (fa3_forward.cuh's `lead`). A tile costs ATTNRT_FLEX_TILE_COST
 // (its Q load, the pipeline's fill and drain, its epilogue) plus its warpgroups' steps at
 // ATTNRT_FLEX_STEP_COST_128 or _192 each (three warpgroups keep the tensor cores busier: 1.14x
-// the dense throughput of two at head_dim 64). The constants fit the 256-key window's, the
-// causal mask's and a random 90%-sparse mask's times at both heights
-// (bench/results/flex-lead-2026-11-27/). The block adds its warps' costs and makes two atomic
-// additions. `walks` must be zero before the launch (the plugin clears it with a memset: this
-// kernel cannot, as other blocks may add to it first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key
-// blocks nothing is counted, which leaves 128 rows. (A kernel of its own, a thread a tile walking
-// the states one load after another, took 21-46 us at 8k-16k keys:
-// bench/results/flex-rows192-2026-11-26/.)
+// the dense throughput of two at head_dim 64). The constants fit the times of the 256-key window
+// (192 rows 0-8% faster), causal (13-15%), the document mask (7-13%) and a random 90%-sparse
+// mask (128 rows 1.4-1.6x faster) at 8k and 16k keys (bench/results/flex-lead-2026-11-27/). The block adds its warps'
+// costs and makes two atomic additions. `walks` must be zero before the launch (the plugin clears it with a memset:
+// this kernel cannot, as other blocks may add to it first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is
+// counted, which leaves 128 rows. (A kernel of its own, a thread a tile walking the states one load after another, took
+// 21-46 us at 8k-16k keys: bench/results/flex-rows192-2026-11-26/.)
 struct AttnrtFlexList {
   const int* num;
   const int* idx;
@@ -113,7 +112,7 @@ struct AttnrtFlexList {
 
 #define ATTNRT_FLEX_STATE_THREADS 128
 #define ATTNRT_FLEX_WALK_KEY_BLOCKS 1024
-#define ATTNRT_FLEX_TILE_COST 740
+#define ATTNRT_FLEX_TILE_COST 180
 #define ATTNRT_FLEX_STEP_COST_128 114
 #define ATTNRT_FLEX_STEP_COST_192 100
 

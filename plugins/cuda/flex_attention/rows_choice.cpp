@@ -73,8 +73,8 @@ void RowsChoices::fetch(const Key& key, const unsigned long long* sums, cudaStre
   int slot = 0;
   while (slot < kSlots && busy_[slot]) ++slot;
   if (slot == kSlots) return;
-  if (host_ == nullptr &&
-      cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_), cudaHostAllocPortable) != cudaSuccess) {
+  if (host_ == nullptr && cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_),
+                                        cudaHostAllocPortable) != cudaSuccess) {
     host_ = nullptr;
     forget_error();
     return;  // (the choice stays on the GPU; a later call tries again)

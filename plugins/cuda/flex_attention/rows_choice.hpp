@@ -49,10 +49,10 @@ class RowsChoices {
   static constexpr int kRecheck = 64;   // calls a choice is used for before the GPU makes it again
   static constexpr size_t kMax = 1024;  // block masks remembered (all forgotten past it)
   struct Entry {
-    int rows = 0;         // the choice, once made
-    int uses = 0;         // calls that used it
-    int slot = -1;        // the copy under way
-    cudaEvent_t done{};   // recorded behind it
+    int rows = 0;        // the choice, once made
+    int uses = 0;        // calls that used it
+    int slot = -1;       // the copy under way
+    cudaEvent_t done{};  // recorded behind it
   };
   std::mutex mutex_;
   std::map<Key, Entry> entries_;
