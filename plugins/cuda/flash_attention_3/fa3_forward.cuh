@@ -628,14 +628,20 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // a length that is not a multiple of the tile (at 192 rows and 2048 tokens, a third of the
     // tile that sees every key) would otherwise compute rows nobody stores.
     // A block-sparse walk marks the blocks a warpgroup's rows do not see as skipped for it, in
-    // the walk's order (rows past the end see none). The leading run of them (a causal mask's
-    // last blocks for a 192-row tile's first rows; the producer counts it) is passed over the
-    // same way, and the walk then starts after it (`lead`: the steps below count from there, so
-    // that they compile as before; counted from the walk's start, they cost the hd128 kernel
-    // spills in its step loop); the others are computed fully masked.
+    // the walk's order (rows past the end see none). On 192-row tiles the leading run of them (a
+    // causal mask's last blocks for the tile's first rows) is passed over the same way, and the
+    // walk then starts after it (`lead`: the steps below count from there, so that they compile
+    // as before; counted from the walk's start, they cost the hd128 kernel spills in its step
+    // loop); the others are computed fully masked. (On 128-row tiles, whose two warpgroups share
+    // a PyTorch block-mask row, such runs are rare, and counting them measured 1-4% slower at
+    // hd128 16k: bench/results/flex-lead-2026-11-27 call 5.)
     int skip = 0, lead = 0;
     if constexpr (kSparse) {
-      while (lead < n_blocks && walk_state(walk[lead], cw) == Policy::kSkip) ++lead;
+      if constexpr (C::kConsumers == 3) {
+        while (lead < n_blocks && walk_state(walk[lead], cw) == Policy::kSkip) ++lead;
+      } else {
+        skip = m0 + wr0 >= seq.q_len ? n_blocks : 0;
+      }
     } else if constexpr (kDynamic) {
       skip = m0 + wr0 >= seq.q_len ? n_blocks : keys.hi - max(pol.key_blocks(m0 + wr0, 64, BN).hi, keys.lo);
     }
