@@ -492,6 +492,43 @@ TEST(FlexGpuBlockMask, CreateBlockMaskEqualsTheCpuPlugins) {
   std::cout << "[ timing ] create_block_mask S32768 causal 128x128 broadcast: " << ms << " ms a call\n";
 }
 
+// A tensor's elements as doubles.
+std::vector<double> values(const HostTensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t e = 0; e < t.numel(); ++e) v[static_cast<size_t>(e)] = t.get(e);
+  return v;
+}
+
+// f's block-mask lists on d's device, with f's block (attached to d) pointing at them.
+struct DeviceBlockMask {
+  std::vector<DeviceTensor> lists;  // kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices
+  DeviceBlockMask(Flex& f, attnrt_attention_desc& d) {
+    for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
+      lists.emplace_back(*t, d.device);
+    }
+    f.attach(d);
+    f.block.kv_num_blocks = lists[0].dl();
+    f.block.kv_indices = lists[1].dl();
+    f.block.full_kv_num_blocks = lists[2].dl();
+    f.block.full_kv_indices = lists[3].dl();
+  }
+};
+
+// flex's forward on flash_attention_2's kernel (ATTNRT_FLEX_FORWARD=flash_attention_2: a CTA a
+// tile, no ring, no choice of height), the reference the Hopper forward is held to below.
+ReferenceForward flash_attention_2_forward(Backend& flex, Workload& w) {
+  ScopedEnv path("ATTNRT_FLEX_FORWARD", "flash_attention_2");
+  DeviceWorkload dw(w, w.desc.device);
+  attnrt_forward_args fa = dw.forward_args();
+  dw.poison_forward_outputs();
+  flex.forward(w.desc, fa, 0);
+  dw.download_forward_outputs();
+  ReferenceForward ref;
+  ref.out = values(w.out);
+  ref.lse = values(w.lse);
+  return ref;
+}
+
 // The Hopper forward's persistent CTAs take block-sparse tiles through a ring of three slots
 // (fa3_forward.cuh: a scheduling warp publishes, one thread loads, the consumers compute), which
 // turns over only when a CTA takes more than two tiles: the cases above give it 192 tiles at most
@@ -525,11 +562,6 @@ TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKer
   const Mod mods[] = {{"sliding_window_256", "q_idx >= kv_idx && q_idx - kv_idx < 256", window},
                       {"random_block_sparse", "((q_idx + kv_idx) % 3) != 0",
                        [&sparse](int m, int n) { return sparse[m * kBlocks + n]; }}};
-  auto values = [](const HostTensor& t) {
-    std::vector<double> v(static_cast<size_t>(t.numel()));
-    for (int64_t e = 0; e < t.numel(); ++e) v[static_cast<size_t>(e)] = t.get(e);
-    return v;
-  };
   Backend& flex = *gpu.backend("flex_attention");
   for (int hd : {64, 128}) {
     for (const Mod& mod : mods) {
@@ -539,27 +571,9 @@ TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKer
       Flex f;
       test::set_block_mask(f, kSeq, kSeq, 128, 128, mod.state);
       f.mask_mod = mod.mask_mod;
-      std::vector<DeviceTensor> mask;
-      for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
-        mask.emplace_back(*t, w.desc.device);
-      }
-      f.attach(w.desc);
-      f.block.kv_num_blocks = mask[0].dl();
-      f.block.kv_indices = mask[1].dl();
-      f.block.full_kv_num_blocks = mask[2].dl();
-      f.block.full_kv_indices = mask[3].dl();
+      DeviceBlockMask mask(f, w.desc);
       ASSERT_EQ(flex.unsupported_reason(w.desc), "") << mod.name;
-      ReferenceForward fa2;
-      {
-        ScopedEnv path("ATTNRT_FLEX_FORWARD", "flash_attention_2");
-        DeviceWorkload dw(w, w.desc.device);
-        attnrt_forward_args fa = dw.forward_args();
-        dw.poison_forward_outputs();
-        flex.forward(w.desc, fa, 0);
-        dw.download_forward_outputs();
-        fa2.out = values(w.out);
-        fa2.lse = values(w.lse);
-      }
+      const ReferenceForward fa2 = flash_attention_2_forward(flex, w);
       const double bound = 2 * std::ldexp(1.0, -7) * std::max(1.0, max_abs(fa2.out));
       for (const char* rows : {"128", "192", "auto"}) {
         ScopedEnv path("ATTNRT_FLEX_FORWARD", "hopper");
@@ -594,11 +608,6 @@ TEST(FlexGpuBlockMask, TheRememberedTileHeightAnswersAsTheChoiceDid) {
     sparse[m * kBlocks] = 2;
     for (int k = 0; k < kBlocks / 10; ++k) sparse[m * kBlocks + static_cast<int>(rng() % kBlocks)] = 1;
   }
-  auto values = [](const HostTensor& t) {
-    std::vector<double> v(static_cast<size_t>(t.numel()));
-    for (int64_t e = 0; e < t.numel(); ++e) v[static_cast<size_t>(e)] = t.get(e);
-    return v;
-  };
   Backend& flex = *gpu.backend("flex_attention");
   ScopedEnv height("ATTNRT_FLEX_ROWS", nullptr);  // the plugin's own rule: the choice
   ScopedEnv path("ATTNRT_FLEX_FORWARD", nullptr);
@@ -608,29 +617,9 @@ TEST(FlexGpuBlockMask, TheRememberedTileHeightAnswersAsTheChoiceDid) {
   Flex f;
   test::set_block_mask(f, kSeq, kSeq, 128, 128, window);
   f.mask_mod = "q_idx >= kv_idx && q_idx - kv_idx < 256";
-  std::vector<DeviceTensor> mask;
-  for (HostTensor* t : {&f.kv_num_blocks, &f.kv_indices, &f.full_kv_num_blocks, &f.full_kv_indices}) {
-    mask.emplace_back(*t, w.desc.device);
-  }
-  f.attach(w.desc);
-  f.block.kv_num_blocks = mask[0].dl();
-  f.block.kv_indices = mask[1].dl();
-  f.block.full_kv_num_blocks = mask[2].dl();
-  f.block.full_kv_indices = mask[3].dl();
+  DeviceBlockMask mask(f, w.desc);
   ASSERT_EQ(flex.unsupported_reason(w.desc), "");
-  auto fa2_reference = [&] {
-    ScopedEnv fa2_path("ATTNRT_FLEX_FORWARD", "flash_attention_2");
-    ReferenceForward ref;
-    DeviceWorkload dw(w, w.desc.device);
-    attnrt_forward_args fa = dw.forward_args();
-    dw.poison_forward_outputs();
-    flex.forward(w.desc, fa, 0);
-    dw.download_forward_outputs();
-    ref.out = values(w.out);
-    ref.lse = values(w.lse);
-    return ref;
-  };
-  ReferenceForward ref = fa2_reference();
+  ReferenceForward ref = flash_attention_2_forward(flex, w);
   const double bound = 2 * std::ldexp(1.0, -7) * std::max(1.0, max_abs(ref.out));
   std::vector<double> first;
   for (int call = 0; call < 4; ++call) {
@@ -647,11 +636,11 @@ TEST(FlexGpuBlockMask, TheRememberedTileHeightAnswersAsTheChoiceDid) {
   // sees its full first block).
   Flex g;
   test::set_block_mask(g, kSeq, kSeq, 128, 128, [&sparse](int m, int n) { return sparse[m * kBlocks + n]; });
-  mask[0].upload(g.kv_num_blocks);
-  mask[1].upload(g.kv_indices);
-  mask[2].upload(g.full_kv_num_blocks);
-  mask[3].upload(g.full_kv_indices);
-  ref = fa2_reference();
+  mask.lists[0].upload(g.kv_num_blocks);
+  mask.lists[1].upload(g.kv_indices);
+  mask.lists[2].upload(g.full_kv_num_blocks);
+  mask.lists[3].upload(g.full_kv_indices);
+  ref = flash_attention_2_forward(flex, w);
   for (int call = 0; call < 2; ++call) {
     const Errors e = run_forward(flex, w, ref);
     EXPECT_LE(e.out, bound) << "rewritten in place, call " << call;
