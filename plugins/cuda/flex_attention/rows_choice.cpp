@@ -18,6 +18,26 @@ bool ready(cudaEvent_t done) {
 // Drops a failed call's error from the runtime's last error (the choice stays on the GPU).
 void forget_error() { (void)cudaGetLastError(); }
 
+// This thread's stream-capture mode set to relaxed for a scope, as PyTorch's caching allocator
+// does around its event queries: under another thread's capture in global mode (PyTorch's
+// default), an event query, creation or pinned allocation from this thread would otherwise be
+// refused and end that capture.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() : ok_(cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess) {
+    if (!ok_) forget_error();
+  }
+  ~RelaxedCapture() {
+    if (ok_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // the thread's own, once swapped
+  bool ok_;
+};
+
 }  // namespace
 
 RowsChoices::~RowsChoices() {
@@ -50,12 +70,15 @@ int RowsChoices::chosen(const Key& key) {
   const auto it = entries_.find(key);
   if (it == entries_.end()) return 0;
   Entry& e = it->second;
-  if (e.rows == 0 && e.slot >= 0 && ready(e.done)) {
-    const unsigned long long* sums = host_ + 2 * e.slot;
-    e.rows = sums[1] < sums[0] ? 192 : 128;  // rows_chosen's rule
-    cudaEventDestroy(e.done);
-    busy_[e.slot] = false;
-    e.slot = -1;
+  if (e.rows == 0 && e.slot >= 0) {
+    RelaxedCapture relaxed;
+    if (ready(e.done)) {
+      const unsigned long long* sums = host_ + 2 * e.slot;
+      e.rows = sums[1] < sums[0] ? 192 : 128;  // rows_chosen's rule
+      cudaEventDestroy(e.done);
+      busy_[e.slot] = false;
+      e.slot = -1;
+    }
   }
   if (e.rows != 0 && ++e.uses == kRecheck) {
     e.rows = e.uses = 0;  // this call makes it on the GPU and fetches it again
@@ -73,6 +96,7 @@ void RowsChoices::fetch(const Key& key, const unsigned long long* sums, cudaStre
   int slot = 0;
   while (slot < kSlots && busy_[slot]) ++slot;
   if (slot == kSlots) return;
+  RelaxedCapture relaxed;
   if (host_ == nullptr && cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_),
                                         cudaHostAllocPortable) != cudaSuccess) {
     host_ = nullptr;

@@ -11,7 +11,8 @@
 // one's address) runs at the height chosen before until the next check, never to a wrong answer.
 // (Keyed by the tensors alone, without the mods, the benchmark's masks, made one after another,
 // took each other's heights: bench/results/flex-lead-2026-11-27/ call 3.) Calls under stream
-// capture use a choice already made and never copy back.
+// capture use a choice already made and never copy back; event queries and the pinned buffer's
+// allocation run in relaxed capture mode, so that they never end another thread's capture.
 #pragma once
 
 #include <attnrt/plugin_abi.h>
