@@ -142,8 +142,8 @@ class FlexAttentionCuda {
     // (A 192-row variant that does not link leaves the call on 128 rows, as hopper_module leaves
     // a call that cannot take the Hopper kernels on flash_attention_2's; then nothing is summed.)
     const std::shared_ptr<const HopperModule> tall = rows == Rows::k128 ? nullptr : hopper_module(d, false, 192);
-    RowsChoices::Key choice;
-    if (rows == Rows::kChoose && tall) {
+    RowsChoices::Key choice;  // (empty: none remembered, as under stream capture)
+    if (rows == Rows::kChoose && tall && !capturing(stream(e))) {
       choice = RowsChoices::key(hm.get(), d, *sdk::flex_block(d));
       const int chosen = choices_.chosen(choice);  // this block mask's, where made before
       if (chosen) rows = chosen == 192 ? Rows::k192 : Rows::k128;
@@ -161,7 +161,7 @@ class FlexAttentionCuda {
       // other returns at once (rows_chosen; attnrt_flex_block_states summed the costs), and the
       // sums back to the host for this block mask's later calls (rows_choice.hpp).
       x.tile_walks = walks;
-      choices_.fetch(choice, walks, stream(e));
+      if (!choice.empty()) choices_.fetch(choice, walks, stream(e));
       hopper_forward(d, a, e, *tall, x);
       hopper_forward(d, a, e, *hm, x);
       return;
@@ -320,6 +320,15 @@ class FlexAttentionCuda {
   enum class Dkdv { kHopper, kWide, kSplit };
 
   static cudaStream_t stream(const attnrt_exec& e) { return static_cast<cudaStream_t>(e.stream); }
+  // Whether `s` is capturing a graph (as far as this call can tell: an error counts as capturing).
+  static bool capturing(cudaStream_t s) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;
+    }
+    return status != cudaStreamCaptureStatusNone;
+  }
 
   // Raises a kernel's dynamic shared memory limit on d's device, once: the attribute stays set,
   // and setting it on every call was host time each call paid.

@@ -7,14 +7,6 @@
 namespace attnrt::plugins::flex_cuda {
 namespace {
 
-// Whether the work before `done` has completed. (cudaErrorNotReady is not an error; it is
-// cleared from the runtime's last error, so that no later check of it sees one.)
-bool ready(cudaEvent_t done) {
-  const cudaError_t status = cudaEventQuery(done);
-  if (status == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
-  return status == cudaSuccess;
-}
-
 // Drops a failed call's error from the runtime's last error (the choice stays on the GPU).
 void forget_error() { (void)cudaGetLastError(); }
 
@@ -70,46 +62,75 @@ int RowsChoices::chosen(const Key& key) {
   const auto it = entries_.find(key);
   if (it == entries_.end()) return 0;
   Entry& e = it->second;
-  if (e.rows == 0 && e.slot >= 0) {
-    RelaxedCapture relaxed;
-    if (ready(e.done)) {
-      const unsigned long long* sums = host_ + 2 * e.slot;
-      e.rows = sums[1] < sums[0] ? 192 : 128;  // rows_chosen's rule
-      cudaEventDestroy(e.done);
-      busy_[e.slot] = false;
-      e.slot = -1;
-    }
-  }
+  if (e.rows == 0 && e.slot >= 0) collect(e);
   if (e.rows != 0 && ++e.uses == kRecheck) {
     e.rows = e.uses = 0;  // this call makes it on the GPU and fetches it again
   }
   return e.rows;
 }
 
+void RowsChoices::collect(Entry& e) {
+  RelaxedCapture relaxed;
+  const cudaError_t status = cudaEventQuery(e.done);
+  if (status == cudaErrorNotReady) {
+    // (Not an error: cleared from the runtime's last error, so that no later check sees it.)
+    if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+    return;
+  }
+  if (status == cudaSuccess) {
+    const unsigned long long* sums = host_ + 2 * e.slot;
+    e.rows = sums[1] < sums[0] ? 192 : 128;  // rows_chosen's rule
+  } else {
+    forget_error();  // the copy failed: no choice, and a later call fetches again
+  }
+  cudaEventDestroy(e.done);
+  busy_[e.slot] = false;
+  e.slot = -1;
+}
+
 void RowsChoices::fetch(const Key& key, const unsigned long long* sums, cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (const auto it = entries_.find(key); it != entries_.end() && (it->second.rows != 0 || it->second.slot >= 0)) {
     return;
   }
-  int slot = 0;
-  while (slot < kSlots && busy_[slot]) ++slot;
-  if (slot == kSlots) return;
+  auto free_slot = [this] {
+    int slot = 0;
+    while (slot < kSlots && busy_[slot]) ++slot;
+    return slot;
+  };
+  int slot = free_slot();
+  if (slot == kSlots) {
+    // Every slot's copy under way, or finished for a key not asked for since: collect those.
+    for (auto& [other, entry] : entries_) {
+      if (entry.slot >= 0) collect(entry);
+    }
+    slot = free_slot();
+    if (slot == kSlots) return;
+  }
   RelaxedCapture relaxed;
-  if (host_ == nullptr && cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_),
-                                        cudaHostAllocPortable) != cudaSuccess) {
-    host_ = nullptr;
-    forget_error();
-    return;  // (the choice stays on the GPU; a later call tries again)
+  if (host_ == nullptr) {
+    if (host_failed_) return;
+    if (cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * kSlots * sizeof(*host_), cudaHostAllocPortable) !=
+        cudaSuccess) {
+      host_ = nullptr;
+      host_failed_ = true;  // (not tried again: the choice stays on the GPU)
+      forget_error();
+      return;
+    }
   }
   cudaEvent_t done{};
   if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess) {
     forget_error();
     return;
   }
-  if (cudaMemcpyAsync(host_ + 2 * slot, sums, 2 * sizeof(*sums), cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
-      cudaEventRecord(done, stream) != cudaSuccess) {
+  if (cudaMemcpyAsync(host_ + 2 * slot, sums, 2 * sizeof(*sums), cudaMemcpyDeviceToHost, stream) != cudaSuccess) {
+    cudaEventDestroy(done);
+    forget_error();
+    return;
+  }
+  if (cudaEventRecord(done, stream) != cudaSuccess) {
+    // The copy is under way with nothing to tell when it lands: its slot is never used again.
+    busy_[slot] = true;
     cudaEventDestroy(done);
     forget_error();
     return;

@@ -10,8 +10,9 @@
 // mask whose contents change in place (or a new one that a caching allocator puts at a freed
 // one's address) runs at the height chosen before until the next check, never to a wrong answer.
 // (Keyed by the tensors alone, without the mods, the benchmark's masks, made one after another,
-// took each other's heights: bench/results/flex-lead-2026-11-27/ call 3.) Calls under stream
-// capture use a choice already made and never copy back; event queries and the pinned buffer's
+// took each other's heights: bench/results/flex-lead-2026-11-27/ call 3.) A call under stream
+// capture neither uses nor fetches a choice: the graph holds both kernels and chooses at each
+// replay, as a mask rewritten between replays needs. Event queries and the pinned buffer's
 // allocation run in relaxed capture mode, so that they never end another thread's capture.
 #pragma once
 
@@ -40,9 +41,10 @@ class RowsChoices {
   // The rows chosen for `key` (128 or 192), or 0 where no choice has come back yet or this call
   // is the one to check it.
   int chosen(const Key& key);
-  // After a call that launched the choice on `stream` (its sums at `sums`, two uint64 on the
-  // device, final once the stream reaches this point): copies them back, unless a copy for `key`
-  // is under way, the stream is capturing, or all kSlots copies are under way.
+  // In a call that makes the choice on `stream` (its sums at `sums`, two uint64 on the device,
+  // final once the stream reaches this point: after the kernel that sums them): copies them back,
+  // unless a copy for `key` is under way or all kSlots copies are. Never under stream capture
+  // (the caller's to check: a captured call makes the choice on the GPU at every replay).
   void fetch(const Key& key, const unsigned long long* sums, cudaStream_t stream);
 
  private:
@@ -55,9 +57,13 @@ class RowsChoices {
     int slot = -1;       // the copy under way
     cudaEvent_t done{};  // recorded behind it
   };
+  // Takes e's sums if its copy has landed (or drops them if it failed), freeing its slot.
+  void collect(Entry& e);
+
   std::mutex mutex_;
   std::map<Key, Entry> entries_;
   unsigned long long* host_ = nullptr;  // kSlots pairs of sums, pinned
+  bool host_failed_ = false;            // its allocation failed (not tried again)
   bool busy_[kSlots] = {};
 };
 
