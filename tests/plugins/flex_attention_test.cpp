@@ -331,6 +331,27 @@ TEST(FlexCpuErrors, AMalformedBlockIsRefusedByTheHostNamingTheField) {
   EXPECT_TRUE(contains(e2, "full_kv_num_blocks and flex_attention.full_kv_indices come together")) << e2;
 }
 
+// A full list of another head extent than kv_num_blocks' (each alone a valid broadcast shape):
+// refused, since per-block states are built at kv_num_blocks' extents.
+TEST(FlexCpuErrors, ListsOfAnotherBatchOrHeadExtentAreRefused) {
+  Workload w = small();  // 2 heads
+  Flex f;
+  set_block_mask(f, 12, 12, 4, 4, [](int m, int n) { return n <= m ? 2 : 0; });
+  HostTensor full_num = i32({1, 2, 3}), full_idx = i32({1, 2, 3, 3});
+  for (int64_t e = 0; e < full_num.numel(); ++e) full_num.set(e, f.full_kv_num_blocks.get(e % 3));
+  for (int64_t e = 0; e < full_idx.numel(); ++e) full_idx.set(e, f.full_kv_indices.get(e % 9));
+  f.full_kv_num_blocks = full_num;
+  f.full_kv_indices = full_idx;
+  f.attach(w.desc);
+  auto be = test::builtin_backend("flex_attention");
+  const std::string e = error_of([&] { be->forward(w.desc, w.forward_args(), 1); });
+  EXPECT_TRUE(contains(e, "invalid argument|")) << e;
+  EXPECT_TRUE(contains(e,
+                       "flex_attention.full_kv_num_blocks: batch and head extents [1, 2] differ from "
+                       "kv_num_blocks' [1, 1]"))
+      << e;
+}
+
 TEST(FlexCpuErrors, OtherPluginsRefuseTheBlockByName) {
   Workload w = small();
   Flex f;

@@ -225,6 +225,19 @@ inline void check_flex(const attnrt_attention_desc& d) {
   pair("flex_attention.q_num_blocks", f->q_num_blocks, "flex_attention.q_indices", f->q_indices, mk, true);
   pair("flex_attention.full_q_num_blocks", f->full_q_num_blocks, "flex_attention.full_q_indices", f->full_q_indices, mk,
        true);
+  // One batch and head extent for every list, as the lists of PyTorch's BlockMask share (a kernel
+  // that builds its per-block states at kv_num_blocks' extents would read another list's first
+  // batch or head for all of them).
+  const DLTensor* base = f->kv_num_blocks;
+  for (const auto& [name, num] : {std::pair<const char*, const DLTensor*>{"full_kv_num_blocks", f->full_kv_num_blocks},
+                                  {"q_num_blocks", f->q_num_blocks},
+                                  {"full_q_num_blocks", f->full_q_num_blocks}}) {
+    if (num != nullptr && (num->shape[0] != base->shape[0] || num->shape[1] != base->shape[1])) {
+      invalid(std::string("flex_attention.") + name + ": batch and head extents [" + std::to_string(num->shape[0]) +
+              ", " + std::to_string(num->shape[1]) + "] differ from kv_num_blocks' [" + std::to_string(base->shape[0]) +
+              ", " + std::to_string(base->shape[1]) + "] (a block mask's lists share them, as PyTorch's BlockMask's)");
+    }
+  }
 }
 
 // Well-formedness of the descriptor itself (not whether a plugin supports it).
