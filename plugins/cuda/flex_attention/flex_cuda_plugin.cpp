@@ -166,12 +166,8 @@ class FlexAttentionCuda {
       hopper_forward(d, a, e, *hm, x);
       return;
     }
-    if (hm && rows == Rows::k128) {
-      hopper_forward(d, a, e, *hm, x);
-      return;
-    }
     if (hm) {
-      hopper_forward(d, a, e, tall ? *tall : *hm, x);
+      hopper_forward(d, a, e, rows != Rows::k128 && tall ? *tall : *hm, x);
       return;
     }
     set_smem(m->forward, m->tile.smem_bytes(d.head_dim), d, "flex_attention forward: shared memory");

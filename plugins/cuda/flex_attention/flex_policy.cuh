@@ -98,11 +98,12 @@ class FlexScores : public StandardScores {
 // ATTNRT_FLEX_STEP_COST_128 or _192 each (three warpgroups keep the tensor cores busier: 1.14x
 // the dense throughput of two at head_dim 64). The constants fit the times of the 256-key window
 // (192 rows 0-8% faster), causal (13-15%), the document mask (7-13%) and a random 90%-sparse
-// mask (128 rows 1.4-1.6x faster) at 8k and 16k keys (bench/results/flex-lead-2026-11-27/). The block adds its warps'
-// costs and makes two atomic additions. `walks` must be zero before the launch (the plugin clears it with a memset:
-// this kernel cannot, as other blocks may add to it first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is
-// counted, which leaves 128 rows. (A kernel of its own, a thread a tile walking the states one load after another, took
-// 21-46 us at 8k-16k keys: bench/results/flex-rows192-2026-11-26/.)
+// mask (128 rows 1.4-1.6x faster) at 8k and 16k keys (bench/results/flex-lead-2026-11-27/). The
+// block adds its warps' costs and makes two atomic additions. `walks` must be zero before the
+// launch (the plugin clears it with a memset: this kernel cannot, as other blocks may add to it
+// first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is counted, which leaves 128 rows.
+// (A kernel of its own, a thread a tile walking the states one load after another, took 21-46 us
+// at 8k-16k keys: bench/results/flex-rows192-2026-11-26/.)
 struct AttnrtFlexList {
   const int* num;
   const int* idx;
@@ -197,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
         unsigned steps = 0;  // the walk's blocks 0 .. top
         for (int w = lane; w <= top / 32 && top >= 0; w += 32) {
           const unsigned word = mine[w];
-          steps += __popc(w < top / 32 || top % 32 == 31 ? word : word & ((2u << (top % 32)) - 1));
+          steps += __popc(w < top / 32 ? word : word & ((2u << (top % 32)) - 1));  // (2u << 31) - 1: all
         }
         steps = __reduce_add_sync(0xffffffffu, steps);
         cost +=
