@@ -15,10 +15,12 @@
 #include "flex_case.hpp"
 #include "gpu_support.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <utility>
 
 namespace attnrt::gpu_test {
 namespace {
@@ -583,6 +585,73 @@ TEST(FlexGpuBlockMask, HopperForwardWithManyTilesPerCtaEqualsFlashAttention2sKer
         EXPECT_LE(e.lse, 1e-3) << mod.name << " hd" << hd << " rows " << rows << ": lse";
         std::cout << "[ errors ] many tiles " << mod.name << " hd" << hd << " rows " << rows << ": out " << e.out
                   << " lse " << e.lse << " (against flash_attention_2's kernel)\n";
+      }
+    }
+  }
+}
+
+// Block-mask lists written by hand, as a user may: per head (Hm = heads) and broadcast over the
+// batch (Bm = 1), in no order, with duplicates, blocks in both lists (full), entries past the keys
+// or negative within a row's count (ignored), a count over the list's width (clamped) and a
+// negative one (none), at 128 and 256 rows or keys a block. The Hopper forward, at each tile
+// height, must answer as flash_attention_2's kernel (a CTA a tile: the cases above hold it to the
+// fp64 reference) under the same lists; each row's first key block is listed full, so that every
+// row sees a key.
+TEST(FlexGpuBlockMask, HandWrittenListsGiveTheHopperForwardFlashAttention2sAnswer) {
+  if (const std::string why = flex_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  if (gpu.device.cuda_arch != 90) GTEST_SKIP() << "the Hopper forward runs on sm_90";
+  constexpr int kSeq = 1000, kHeads = 4;
+  Backend& flex = *gpu.backend("flex_attention");
+  for (const auto& [qb, kb] : {std::pair{128, 128}, std::pair{256, 128}, std::pair{128, 256}}) {
+    const int mq = (kSeq + qb - 1) / qb, mk = (kSeq + kb - 1) / kb;
+    Flex f;
+    f.q_block = qb;
+    f.kv_block = kb;
+    f.kv_num_blocks = test::i32({1, kHeads, mq});
+    f.kv_indices = test::i32({1, kHeads, mq, mk});
+    f.full_kv_num_blocks = test::i32({1, kHeads, mq});
+    f.full_kv_indices = test::i32({1, kHeads, mq, mk});
+    f.kv_indices.fill(-7);
+    f.full_kv_indices.fill(-7);
+    std::mt19937 rng(static_cast<unsigned>(qb * 7 + kb));
+    for (int h = 0; h < kHeads; ++h) {
+      for (int m = 0; m < mq; ++m) {
+        const int64_t row = int64_t(h) * mq + m;
+        int partial = 0, full = 0;
+        f.full_kv_indices.set(row * mk + full++, 0);
+        for (int e = 0; e < mk; ++e) {
+          const int n = static_cast<int>(rng() % static_cast<unsigned>(mk));
+          const unsigned pick = rng() % 8;
+          if (pick < 3) f.kv_indices.set(row * mk + partial++, n);
+          if (pick == 3 && full < mk) f.full_kv_indices.set(row * mk + full++, n);         // (maybe partial too)
+          if (pick == 4) f.kv_indices.set(row * mk + partial++, rng() % 2 ? mk + 3 : -1);  // ignored
+        }
+        partial = std::min(partial, mk);
+        if (h == 1 && m == 1) partial = mk + 5;  // clamped to the width (its entries: -7, past the keys)
+        if (h == 2 && m == 0) partial = -3;      // none
+        f.kv_num_blocks.set(row, partial);
+        f.full_kv_num_blocks.set(row, full);
+      }
+    }
+    f.mask_mod = "((q_idx + kv_idx) % 3) != 0";
+    for (int hd : {64, 128}) {
+      WorkloadSpec spec = shape(2, kSeq, kSeq, kHeads, 2, hd, ATTNRT_DTYPE_BF16);
+      spec.seed = 53 + hd + qb + kb;
+      Workload w = gpu_workload(gpu, spec);
+      DeviceBlockMask mask(f, w.desc);
+      ASSERT_EQ(flex.unsupported_reason(w.desc), "") << qb << "x" << kb;
+      const ReferenceForward fa2 = flash_attention_2_forward(flex, w);
+      const double bound = 2 * std::ldexp(1.0, -7) * std::max(1.0, max_abs(fa2.out));
+      for (const char* rows : {"128", "192", "auto"}) {
+        ScopedEnv path("ATTNRT_FLEX_FORWARD", "hopper");
+        ScopedEnv height("ATTNRT_FLEX_ROWS", rows);
+        const Errors e = run_forward(flex, w, fa2);
+        const std::string what =
+            std::to_string(qb) + "x" + std::to_string(kb) + " blocks hd" + std::to_string(hd) + " rows " + rows;
+        EXPECT_LE(e.out, bound) << what << ": out";
+        EXPECT_LE(e.lse, 1e-3) << what << ": lse";
+        std::cout << "[ errors ] hand-written lists " << what << ": out " << e.out << " lse " << e.lse << "\n";
       }
     }
   }
