@@ -40,16 +40,9 @@ using cuda::check_cuda;
 int64_t stride(const DLTensor* t, int d) { return cuda::detail::stride_of(*t, d); }
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// A block-mask list as the tile-state kernel reads it (flex_policy.cuh, AttnrtFlexList).
-struct FlexList {
-  const int* num;
-  const int* idx;
-  long long num_stride[3], idx_stride[4];
-  int width;
-};
-
-FlexList flex_list(const DLTensor* num, const DLTensor* idx) {
-  FlexList l{};
+// A block-mask list as the tile-state kernel reads it (flex_params.h).
+attnrt_flex::List flex_list(const DLTensor* num, const DLTensor* idx) {
+  attnrt_flex::List l{};
   l.num = static_cast<const int*>(cuda::detail::data_of(num));
   l.idx = static_cast<const int*>(cuda::detail::data_of(idx));
   for (int d = 0; d < 3; ++d) l.num_stride[d] = num->shape[d] == 1 ? 0 : stride(num, d);
@@ -583,12 +576,14 @@ class FlexAttentionCuda {
     x.k_blocks = k_blocks;
     x.q_block = f->q_block_size;
     x.kv_block = f->kv_block_size;
-    FlexList partial = flex_list(f->kv_num_blocks, f->kv_indices);
-    FlexList full = f->full_kv_num_blocks ? flex_list(f->full_kv_num_blocks, f->full_kv_indices) : partial;
+    attnrt_flex::List partial = flex_list(f->kv_num_blocks, f->kv_indices);
+    attnrt_flex::List full = f->full_kv_num_blocks ? flex_list(f->full_kv_num_blocks, f->full_kv_indices) : partial;
     int has_full = f->full_kv_num_blocks != nullptr;
     int q_block = f->q_block_size, seqlen_q = static_cast<int>(d.seqlen_q);
-    void* args[] = {&state, &batch,    &heads,   &q_blocks, &k_blocks, &partial,
-                    &full,  &has_full, &counter, &walks,    &q_block,  &seqlen_q};
+    // The walks' cost counts the Hopper forward's steps of 128 keys (kHopperKeys divides kv blocks).
+    int block_steps = std::max(1, f->kv_block_size / kHopperKeys);
+    void* args[] = {&state,    &batch,   &heads, &q_blocks, &k_blocks, &partial,    &full,
+                    &has_full, &counter, &walks, &q_block,  &seqlen_q, &block_steps};
     // A warp a row of the states, then with `walks` a warp a tile of each height (flex_policy.cuh).
     const int threads = kStateThreads;
     int64_t warps = int64_t(batch) * heads * q_blocks;

@@ -9,6 +9,17 @@ namespace attnrt_flex {
 
 enum TileState { kTileSkip = 0, kTilePartial = 1, kTileFull = 2 };
 
+// One of a PyTorch BlockMask's (count, indices) pairs, kv_num_blocks / kv_indices or the full
+// pair, as attnrt_flex_block_states reads it (flex_policy.cuh): int32 [Bm, Hm, MQ] and
+// [Bm, Hm, MQ, width], as element strides (0 on a broadcast batch or head extent of 1). A row's
+// first `count` entries (clamped to [0, width]) are its key blocks.
+struct List {
+  const int* num;
+  const int* idx;
+  long long num_stride[3], idx_stride[4];
+  int width;
+};
+
 struct KernelParams {
   Context ctx;
   // [state_batch, state_heads, q_blocks, k_blocks] TileState per block of the block mask

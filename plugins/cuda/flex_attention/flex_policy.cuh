@@ -94,7 +94,8 @@ class FlexScores : public StandardScores {
 // key blocks some block-mask row of it lists (a bitmap of the keys in shared memory); each
 // consumer warpgroup (64 rows) computes the walk's blocks up to the last one its own row lists
 // and passes over those above (fa3_forward.cuh's `lead`). A tile costs ATTNRT_FLEX_TILE_COST
-// (its Q load, the pipeline's fill and drain, its epilogue) plus its warpgroups' steps at
+// (its Q load, the pipeline's fill and drain, its epilogue) plus its warpgroups' steps (each
+// listed block of the mask `block_steps` steps of the kernel's 128 keys: kv_block_size / 128) at
 // ATTNRT_FLEX_STEP_COST_128 or _192 each (three warpgroups keep the tensor cores busier: 1.14x
 // the dense throughput of two at head_dim 64). The constants fit the times of the 256-key window
 // (192 rows 0-8% faster), causal (13-15%), the document mask (7-13%) and a random 90%-sparse
@@ -104,13 +105,6 @@ class FlexScores : public StandardScores {
 // first). Past ATTNRT_FLEX_WALK_KEY_BLOCKS key blocks nothing is counted, which leaves 128 rows.
 // (A kernel of its own, a thread a tile walking the states one load after another, took 21-46 us
 // at 8k-16k keys: bench/results/flex-rows192-2026-11-26/.)
-struct AttnrtFlexList {
-  const int* num;
-  const int* idx;
-  long long num_stride[3], idx_stride[4];
-  int width;  // idx's last extent: the most entries a count may name
-};
-
 #define ATTNRT_FLEX_STATE_THREADS 128
 #define ATTNRT_FLEX_WALK_KEY_BLOCKS 1024
 #define ATTNRT_FLEX_TILE_COST 180
@@ -119,8 +113,8 @@ struct AttnrtFlexList {
 
 extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
     attnrt_flex_block_states(unsigned char* state, int batch, int heads, int q_blocks, int k_blocks,
-                             AttnrtFlexList partial, AttnrtFlexList full, int has_full, int* counter,
-                             unsigned long long* walks, int q_block, int seqlen_q) {
+                             attnrt_flex::List partial, attnrt_flex::List full, int has_full, int* counter,
+                             unsigned long long* walks, int q_block, int seqlen_q, int block_steps) {
 #if __CUDA_ARCH__ >= 900
   // The Hopper forward that follows may start its CTAs now (it waits for this grid's completion
   // before its first read of what this writes: griddepcontrol.wait, hopper_forward.cu.in).
@@ -200,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
           const unsigned word = mine[w];
           steps += __popc(w < top / 32 ? word : word & ((2u << (top % 32)) - 1));  // (2u << 31) - 1: all
         }
-        steps = __reduce_add_sync(0xffffffffu, steps);
+        steps = __reduce_add_sync(0xffffffffu, steps) * block_steps;
         cost +=
             static_cast<unsigned long long>(steps) * (which ? ATTNRT_FLEX_STEP_COST_192 : ATTNRT_FLEX_STEP_COST_128);
       }
