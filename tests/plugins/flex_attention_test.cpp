@@ -11,6 +11,7 @@
 #include <attnrt/runtime/error.hpp>
 #include <attnrt/validate.hpp>
 #include <attnrt_kernels/flex/disk_cache.hpp>
+#include <attnrt_kernels/flex/mods.hpp>
 
 #include <gtest/gtest.h>
 
@@ -431,6 +432,57 @@ TEST(FlexCache, CompiledModsLandInTheCacheFolder) {
     }
   }
   EXPECT_GE(objects, 1);
+}
+
+// The CUDA plugin finds a call shape's modules again per call by comparing the call's flex block
+// with the mods it remembered (Mods::matches, module_memo.hpp): equal exactly where from_block
+// would give equal mods, so that a call with other mods, aux types, ranks or scalar count never
+// takes another shape's module.
+TEST(FlexMods, MatchesExactlyTheBlockTheyWereReadFrom) {
+  int64_t shape1[] = {8}, shape2[] = {2, 8};
+  DLTensor ints{nullptr, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, shape1, nullptr, 0};
+  DLTensor floats{nullptr, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape2, nullptr, 0};
+  const DLTensor* aux[] = {&ints, &floats};
+  attnrt_flex_attention f{};
+  f.score_mod = "score + aux1(h, kv_idx)";
+  f.mask_mod = "aux0(q_idx) == aux0(kv_idx)";
+  f.num_aux = 2;
+  f.aux = aux;
+  f.num_scalars = 1;
+  const kernels::flex::Mods m = kernels::flex::Mods::from_block(f);
+  EXPECT_TRUE(m.matches(&f));
+  EXPECT_FALSE(m.matches(nullptr));
+  EXPECT_TRUE(kernels::flex::Mods{}.matches(nullptr));
+  EXPECT_FALSE(kernels::flex::Mods{}.matches(&f));
+  auto differs = [&](const char* what, auto&& change) {
+    attnrt_flex_attention g = f;
+    const DLTensor* aux2[] = {&ints, &floats};
+    DLTensor ints2 = ints, floats2 = floats;
+    aux2[0] = &ints2;
+    aux2[1] = &floats2;
+    g.aux = aux2;
+    change(g, ints2, floats2);
+    EXPECT_FALSE(m.matches(&g)) << what;
+    EXPECT_EQ(kernels::flex::Mods::from_block(g).identity() == m.identity(), false) << what;
+  };
+  differs("score_mod", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.score_mod = "score + aux1(h, q_idx)"; });
+  differs("mask_mod gone", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.mask_mod = nullptr; });
+  differs("score_mod_grad", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.score_mod_grad = "1.0f"; });
+  differs("source name", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.source_name = "mods.yaml"; });
+  differs("scalars", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.num_scalars = 2; });
+  differs("aux count", [](attnrt_flex_attention& g, DLTensor&, DLTensor&) { g.num_aux = 1; });
+  differs("aux dtype", [](attnrt_flex_attention&, DLTensor& i, DLTensor&) { i.dtype = {kDLInt, 64, 1}; });
+  differs("aux rank", [](attnrt_flex_attention&, DLTensor&, DLTensor& fl) { fl.ndim = 1; });
+  // Equal text at another address, and aux of other extents (the unit does not depend on them).
+  attnrt_flex_attention g = f;
+  const std::string score = f.score_mod;
+  g.score_mod = score.c_str();
+  int64_t other[] = {3, 5};
+  DLTensor floats3 = floats;
+  floats3.shape = other;
+  const DLTensor* aux3[] = {&ints, &floats3};
+  g.aux = aux3;
+  EXPECT_TRUE(m.matches(&g));
 }
 
 }  // namespace

@@ -64,6 +64,20 @@ Mods Mods::from_block(const attnrt_flex_attention& f) {
   return m;
 }
 
+bool Mods::matches(const attnrt_flex_attention* f) const {
+  if (f == nullptr) return empty() && score_mod_grad.empty() && source_name.empty() && aux.empty() && num_scalars == 0;
+  auto same = [](const std::string& mine, const char* theirs) { return mine == (theirs ? theirs : ""); };
+  if (!same(score_mod, f->score_mod) || !same(mask_mod, f->mask_mod) || !same(score_mod_grad, f->score_mod_grad) ||
+      !same(source_name, f->source_name) || num_scalars != f->num_scalars ||
+      aux.size() != static_cast<size_t>(f->num_aux)) {
+    return false;
+  }
+  for (size_t i = 0; i < aux.size(); ++i) {
+    if (aux[i] != AuxSpec{element_type(f->aux[i]->dtype), f->aux[i]->ndim}) return false;
+  }
+  return true;
+}
+
 std::string Mods::identity() const {
   std::string id;
   id.reserve(score_mod.size() + mask_mod.size() + score_mod_grad.size() + source_name.size() + 16 + 8 * aux.size());

@@ -9,6 +9,7 @@
 // create_block_mask (ABI 1.4) runs mask_mod in the same module (flex_block_mask.cuh).
 #include "hopper_module.hpp"
 #include "kernel_module.hpp"
+#include "module_memo.hpp"
 #include "rows_choice.hpp"
 
 #include <attnrt/plugin.hpp>
@@ -380,12 +381,17 @@ class FlexAttentionCuda {
   }
 
   std::shared_ptr<const KernelModule> module(const attnrt_attention_desc& d) const {
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    const ModuleShape shape{nullptr, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, d.cuda_arch};
+    if (std::shared_ptr<const KernelModule> m = module_memo_.find(shape, f)) return m;
     ModuleKey key;
-    if (const attnrt_flex_attention* f = sdk::flex_block(d)) key.mods = kernels::flex::Mods::from_block(*f);
-    key.bf16 = d.dtype == ATTNRT_DTYPE_BF16;
+    if (f) key.mods = kernels::flex::Mods::from_block(*f);
+    key.bf16 = shape.bf16;
     key.head_dim = d.head_dim;
     key.arch = d.cuda_arch;
-    return modules_.get(key);
+    std::shared_ptr<const KernelModule> m = modules_.get(key);
+    module_memo_.remember(shape, f, m);
+    return m;
   }
 
   // The block states ([batch, heads, q blocks, k blocks] bytes) follow what the direction needs.
@@ -451,16 +457,16 @@ class FlexAttentionCuda {
       }
       return nullptr;
     }
-    const attnrt_flex_attention* f = sdk::flex_block(d);
-    const kernels::flex::Mods mods = f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{};
-    const HopperBlob* blob =
-        hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, !mods.score_mod.empty(), rows);
+    const HopperBlob* blob = hopper_blob(backward, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, has_score_mod(d), rows);
     if (blob == nullptr)
       throw sdk::Error(ATTNRT_ERROR_INTERNAL,
                        "flex_attention: no Hopper variant of " + std::to_string(rows) + " rows in this build");
+    const attnrt_flex_attention* f = sdk::flex_block(d);
+    const ModuleShape shape{blob, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, d.cuda_arch};
+    if (std::shared_ptr<const HopperModule> m = hopper_memo_.find(shape, f)) return m;  // (its tiles checked)
     std::shared_ptr<const HopperModule> m;
     try {
-      m = hopper_.get(*blob, mods);
+      m = hopper_.get(*blob, f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{});
     } catch (const sdk::Error& e) {
       // Mods that do not compile fail the call shape either way; a link or load that fails (an
       // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's kernels.
@@ -475,6 +481,7 @@ class FlexAttentionCuda {
       throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: the Hopper kernel's tiles (" + std::to_string(m->bm) +
                                                   " x " + std::to_string(m->bn) + ") are not the plugin's");
     }
+    hopper_memo_.remember(shape, f, m);
     return m;
   }
 
@@ -595,6 +602,8 @@ class FlexAttentionCuda {
 
   mutable ModuleCache modules_;
   mutable HopperCache hopper_;
+  mutable ModuleMemo<KernelModule> module_memo_;  // the two caches' modules, found per call in place
+  mutable ModuleMemo<HopperModule> hopper_memo_;
   mutable RowsChoices choices_;
   mutable std::mutex attributes_mutex_;
   mutable std::set<std::tuple<const void*, int, size_t>> smem_set_;  // (kernel, device, bytes) set

@@ -33,6 +33,9 @@ struct Mods {
   // A short text that differs whenever translation_unit's would (bodies, source name, aux types
   // and ranks, scalar count): an in-memory cache key that costs no translation unit per call.
   std::string identity() const;
+  // Whether from_block(*block) would equal these mods (no block: no mods), compared in place:
+  // no string is built, so a per-call lookup of a call shape seen before allocates nothing.
+  bool matches(const attnrt_flex_attention* block) const;
 };
 
 // Where the unit is compiled. kHost: plain C++17 for the system compiler, with extern "C"
