@@ -41,7 +41,10 @@ RowsChoices::~RowsChoices() {
 }
 
 RowsChoices::Key RowsChoices::key(const void* mods, const attnrt_attention_desc& d, const attnrt_flex_attention& f) {
-  Key k{reinterpret_cast<intptr_t>(mods), d.device.device_id, d.seqlen_q, d.seqlen_k, f.q_block_size, f.kv_block_size};
+  Key k;
+  k.reserve(6 + 4 * (2 + 2 * 4));  // (one allocation: the key is built per call)
+  k.insert(k.end(), {reinterpret_cast<intptr_t>(mods), d.device.device_id, d.seqlen_q, d.seqlen_k, f.q_block_size,
+                     f.kv_block_size});
   for (const DLTensor* t : {f.kv_num_blocks, f.kv_indices, f.full_kv_num_blocks, f.full_kv_indices}) {
     if (t == nullptr) {
       k.push_back(-1);
