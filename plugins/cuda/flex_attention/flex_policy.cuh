@@ -159,9 +159,29 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
     const int m = static_cast<int>(id % q_blocks), h = static_cast<int>(id / q_blocks % heads),
               b = static_cast<int>(id / q_blocks / heads);
     unsigned char* row = state + id * k_blocks;
+    // Both lists' counts and first 32 entries (of the row's width: inside the tensor, used only
+    // under the counts) are loaded before the row's first store, which could alias them and so
+    // would hold every load after it: two waits on memory instead of four where the rows list at
+    // most 32 blocks (most do up to 4k keys).
+    const long long p_at = b * partial.idx_stride[0] + h * partial.idx_stride[1] + m * partial.idx_stride[2];
+    const long long f_at = b * full.idx_stride[0] + h * full.idx_stride[1] + m * full.idx_stride[2];
+    int p_count = partial.num[b * partial.num_stride[0] + h * partial.num_stride[1] + m * partial.num_stride[2]];
+    int f_count = has_full ? full.num[b * full.num_stride[0] + h * full.num_stride[1] + m * full.num_stride[2]] : 0;
+    const int p_first = lane < partial.width ? partial.idx[p_at + lane * partial.idx_stride[3]] : -1;
+    const int f_first = has_full && lane < full.width ? full.idx[f_at + lane * full.idx_stride[3]] : -1;
+    p_count = p_count < 0 ? 0 : p_count > partial.width ? partial.width : p_count;
+    f_count = f_count < 0 ? 0 : f_count > full.width ? full.width : f_count;
     for (int n = lane; n < k_blocks; n += 32) row[n] = attnrt_flex::kTileSkip;
     __syncwarp();
-    for_entries(b, h, m, [&](int block, unsigned char value) { row[block] = value; });
+    auto put = [&](int block, unsigned char value) {
+      if (block >= 0 && block < k_blocks) row[block] = value;
+    };
+    if (lane < p_count) put(p_first, attnrt_flex::kTilePartial);
+    for (int t = lane + 32; t < p_count; t += 32)
+      put(partial.idx[p_at + t * partial.idx_stride[3]], attnrt_flex::kTilePartial);
+    __syncwarp();  // the full list's states land after the partial list's: a block in both is full
+    if (lane < f_count) put(f_first, attnrt_flex::kTileFull);
+    for (int t = lane + 32; t < f_count; t += 32) put(full.idx[f_at + t * full.idx_stride[3]], attnrt_flex::kTileFull);
   } else if (walks != nullptr) {
     const int low = (seqlen_q + 127) / 128, tall = (seqlen_q + 191) / 192;
     const long long item = id - rows;
