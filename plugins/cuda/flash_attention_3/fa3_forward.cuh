@@ -270,22 +270,17 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
         return atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x);
       }
     };
-    // Issues a tile's Q once the last tile's readers let go of Q.
-    auto load_q = [&](const ForwardTile& tl) {
-      const SeqCoords qc = q_coords(p, tl.b);
+    // Issues a tile's loads: its Q once the last tile's readers let go of Q, then the K/V blocks
+    // block_of(0 .. n_blocks) into the ring of stages, `issued()` after each.
+    auto load_tile = [&](const ForwardTile& tl, int n_blocks, auto&& block_of, auto&& issued) {
+      const int hk = tl.h / group;
+      const SeqCoords qc = q_coords(p, tl.b), kc = k_coords(p, tl.b);
       hopper::Barrier::wait(&sm.q_empty, (tile_it & 1) ^ 1);
       hopper::TxBarrier::arrive_and_expect_tx(&sm.q_full, kQBytes);
 #pragma unroll
       for (int c = 0; c < HD / 64; ++c) {
         hopper::tma_load_4d(&tma_q, &sm.q_full, sm.q + c * BM * 64, c * 64, qc.row0 + tl.m0, tl.h, qc.batch);
       }
-    };
-    // Issues a tile's loads: its Q (unless `with_q` is false: issued before), then the K/V blocks
-    // block_of(0 .. n_blocks) into the ring of stages, `issued()` after each.
-    auto load_tile = [&](const ForwardTile& tl, int n_blocks, auto&& block_of, auto&& issued, bool with_q) {
-      const int hk = tl.h / group;
-      const SeqCoords kc = k_coords(p, tl.b);
-      if (with_q) load_q(tl);
       for (int it = 0; it < n_blocks; ++it, ++kv_it) {
         const int stage = kv_it % STAGES;
         const uint32_t phase = (kv_it / STAGES) & 1;
@@ -314,12 +309,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     };
     if (kSparse && !scheduler) {
       // The loading thread: each published tile's Q and the blocks of its walk, in order; the slot
-      // goes back once the walk is read. The first tile is this CTA's own (blockIdx.x, never
-      // claimed), and its Q is issued before it is published: in a programmatic dependent launch
-      // the scheduling warp waits for the kernel before (below), and Q's load runs beside it.
-      const ForwardTile first = forward_tile<BM, kDynamic>(p, static_cast<int>(blockIdx.x), m_blocks, band);
-      const bool q_early = first.m0 < sequence(p, first.b).q_len;  // (else never published)
-      if (q_early) load_q(first);
+      // goes back once the walk is read.
       for (;; ++tile_it) {
         const int slot = Smem::tile_slot(tile_it);
         hopper::Barrier::wait(&sm.tile_full[slot], Smem::tile_lap(tile_it));
@@ -328,14 +318,10 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
         load_tile(
             forward_tile<BM, kDynamic>(p, tile, m_blocks, band), sm.walk_count[slot],
             [&](int it) { return walk_block(sm.walk[slot][it]); },
-            [&] { *reinterpret_cast<volatile int*>(&sm.loaded) = kv_it + 1; }, tile_it != 0 || !q_early);
+            [&] { *reinterpret_cast<volatile int*>(&sm.loaded) = kv_it + 1; });
         hopper::Barrier::arrive(&sm.tile_empty[slot]);
       }
     }
-    // A programmatic dependent launch (flex_attention's forward after the kernel that writes the
-    // block mask's states and zeroes the tile counter) waits for that kernel here, in the
-    // scheduling warp, which reads both; a no-op in any other launch.
-    if (kSparse) asm volatile("griddepcontrol.wait;" ::: "memory");
     for (int tile = static_cast<int>(blockIdx.x); tile < num_tiles; tile = next_tile(tile)) {
       const ForwardTile tl = forward_tile<BM, kDynamic>(p, tile, m_blocks, band);
       const Seq seq = sequence(p, tl.b);
@@ -385,7 +371,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       }
       // Last blocks first: the masked ones.
       load_tile(
-          tl, n_blocks, [&](int it) { return keys.hi - 1 - it; }, [] {}, true);
+          tl, n_blocks, [&](int it) { return keys.hi - 1 - it; }, [] {});
       ++tile_it;
     }
     if constexpr (kDynamic) publish(num_tiles, [](int) { return 0; });
