@@ -483,6 +483,13 @@ TEST(FlexMods, MatchesExactlyTheBlockTheyWereReadFrom) {
   const DLTensor* aux3[] = {&ints, &floats3};
   g.aux = aux3;
   EXPECT_TRUE(m.matches(&g));
+  // The identity (the in-memory caches' key) tells apart texts split differently between mods.
+  kernels::flex::Mods x, y;
+  x.score_mod = "score\x1f";
+  x.mask_mod = "true";
+  y.score_mod = "score";
+  y.mask_mod = "\x1ftrue";
+  EXPECT_NE(x.identity(), y.identity());
 }
 
 }  // namespace

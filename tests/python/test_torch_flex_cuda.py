@@ -131,4 +131,4 @@ def test_captured_forward_and_backward_replay():
         assert torch.equal(got[0], want[0]), "out"
         for name, a, w in zip(("dq", "dk", "dv"), got[1:], want[1:]):
             # dQ by atomics is not bit-reproducible.
-            assert torch.allclose(a.float(), w.float(), atol=2e-2, rtol=0), name
+            assert torch.allclose(a.float(), w.float(), atol=2e-2, rtol=1e-2), name

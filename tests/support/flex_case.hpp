@@ -81,7 +81,7 @@ inline void set_block_mask(Flex& f, int sq, int sk, int qb, int kb, const std::f
   f.kv_indices = i32({1, 1, mq, mk});
   f.full_kv_num_blocks = i32({1, 1, mq});
   f.full_kv_indices = i32({1, 1, mq, mk});
-  f.kv_indices.fill(-7);  // entries past the counts are never read
+  f.kv_indices.fill(-7);  // entries past the counts are never used (a kernel may read them)
   f.full_kv_indices.fill(-7);
   for (int m = 0; m < mq; ++m) {
     int partial = 0, full = 0;

@@ -80,8 +80,12 @@ bool Mods::matches(const attnrt_flex_attention* f) const {
 
 std::string Mods::identity() const {
   std::string id;
-  id.reserve(score_mod.size() + mask_mod.size() + score_mod_grad.size() + source_name.size() + 16 + 8 * aux.size());
-  for (const std::string* part : {&score_mod, &mask_mod, &score_mod_grad, &source_name}) (id += *part) += '\x1f';
+  id.reserve(score_mod.size() + mask_mod.size() + score_mod_grad.size() + source_name.size() + 48 + 8 * aux.size());
+  // Each text after its length: a separator alone could occur in the texts, and then two sets of
+  // mods split differently (score_mod "a|b" with mask_mod "c", "a" with "b|c") shared an identity.
+  for (const std::string* part : {&score_mod, &mask_mod, &score_mod_grad, &source_name}) {
+    ((id += std::to_string(part->size())) += ':') += *part;
+  }
   for (const AuxSpec& a : aux) ((id += a.type) += char('0' + a.ndim)) += ',';
   return id + '\x1f' + std::to_string(num_scalars);
 }

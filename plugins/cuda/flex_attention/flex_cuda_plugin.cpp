@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace attnrt::plugins::flex_cuda {
 namespace {
@@ -390,7 +391,7 @@ class FlexAttentionCuda {
     key.head_dim = d.head_dim;
     key.arch = d.cuda_arch;
     std::shared_ptr<const KernelModule> m = modules_.get(key);
-    module_memo_.remember(shape, f, m);
+    module_memo_.remember(shape, std::move(key.mods), m);
     return m;
   }
 
@@ -464,9 +465,10 @@ class FlexAttentionCuda {
     const attnrt_flex_attention* f = sdk::flex_block(d);
     const ModuleShape shape{blob, d.dtype == ATTNRT_DTYPE_BF16, d.head_dim, d.cuda_arch};
     if (std::shared_ptr<const HopperModule> m = hopper_memo_.find(shape, f)) return m;  // (its tiles checked)
+    kernels::flex::Mods mods = f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{};
     std::shared_ptr<const HopperModule> m;
     try {
-      m = hopper_.get(*blob, f ? kernels::flex::Mods::from_block(*f) : kernels::flex::Mods{});
+      m = hopper_.get(*blob, mods);
     } catch (const sdk::Error& e) {
       // Mods that do not compile fail the call shape either way; a link or load that fails (an
       // nvJitLink older than the build's LTO-IR, say) leaves flash_attention_2's kernels.
@@ -481,7 +483,7 @@ class FlexAttentionCuda {
       throw sdk::Error(ATTNRT_ERROR_INTERNAL, "flex_attention: the Hopper kernel's tiles (" + std::to_string(m->bm) +
                                                   " x " + std::to_string(m->bn) + ") are not the plugin's");
     }
-    hopper_memo_.remember(shape, f, m);
+    hopper_memo_.remember(shape, std::move(mods), m);
     return m;
   }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 namespace attnrt::plugins::flex_cuda {
 
@@ -36,8 +37,8 @@ class ModuleMemo {
     }
     return nullptr;
   }
-  void remember(const ModuleShape& shape, const attnrt_flex_attention* block, std::shared_ptr<const Module> module) {
-    kernels::flex::Mods mods = block ? kernels::flex::Mods::from_block(*block) : kernels::flex::Mods{};
+  // `mods`: the call's (Mods::from_block of its flex block).
+  void remember(const ModuleShape& shape, kernels::flex::Mods mods, std::shared_ptr<const Module> module) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& e = entries_[next_];
     next_ = (next_ + 1) % kEntries;
@@ -45,7 +46,9 @@ class ModuleMemo {
   }
 
  private:
-  static constexpr size_t kEntries = 16;  // call shapes remembered (the oldest replaced)
+  // Call shapes remembered, the oldest replaced. Each set of mods takes up to three Hopper
+  // entries (forwards of 128 and 192 rows, backward): 64 keep about twenty sets in rotation.
+  static constexpr size_t kEntries = 64;
   struct Entry {
     ModuleShape shape;
     kernels::flex::Mods mods;
