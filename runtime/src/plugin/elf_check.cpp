@@ -497,6 +497,11 @@ class Checker {
     for (const Table& t : tables) {
       if (t.present && (t.size % sizeof(uint64_t) != 0 || !file_offset(t.addr, t.size)))
         return fmt::format("the {} lies outside the file", t.name);
+      // ld.so calls each entry, after the relocations wrote it: the array is data a writable
+      // segment holds (RELRO until relocated). Moved into the code or read-only data, its "entries"
+      // are whatever bytes are there.
+      if (t.present && t.size > 0 && !in_writable(t.addr, t.size))
+        return fmt::format("the {} at 0x{:x} lies outside every writable loadable segment", t.name, t.addr);
       if (t.present) called_arrays_.push_back({t.addr, t.size});
     }
     if ((init && !in_code(init)) || (fini && !in_code(fini))) return "DT_INIT or DT_FINI points outside the code";
