@@ -34,11 +34,9 @@ Eval::Eval(const HostFns& fns, const attnrt_flex_attention& f, const attnrt_atte
   state_.assign(static_cast<size_t>(batch_ * heads_ * q_blocks_ * kv_blocks_), kSkip);
   mark(f.kv_num_blocks, f.kv_indices, "flex_attention.kv_num_blocks", "flex_attention.kv_indices", kPartial);
   // Full blocks after partial ones: a block in both lists is full (PyTorch's lists are disjoint).
+  // (check_flex, which the SDK's adapter runs before a call reaches a plugin, holds every list to
+  // kv_num_blocks' batch and head extents.)
   if (f.full_kv_num_blocks) {
-    if (f.full_kv_num_blocks->shape[0] != batch_ || f.full_kv_num_blocks->shape[1] != heads_) {
-      sdk::invalid("flex_attention.full_kv_num_blocks: batch and head extents must match kv_num_blocks's, got " +
-                   sdk::shape_string(*f.full_kv_num_blocks) + " and " + sdk::shape_string(*f.kv_num_blocks));
-    }
     mark(f.full_kv_num_blocks, f.full_kv_indices, "flex_attention.full_kv_num_blocks", "flex_attention.full_kv_indices",
          kFull);
   }
