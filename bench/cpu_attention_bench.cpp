@@ -93,6 +93,35 @@ void attnrt_backward(benchmark::State& state, const char* plugin) {
   report(state, 2.5 * forward_flops(seqlen, causal));
 }
 
+// One decode step (a query per sequence, causal, bottom-right) of batch 1 over `keys` cached keys,
+// 32 query heads on `heads_kv` KV heads, head_dim 128 (Llama 3 8B's attention): bytes/s counts
+// the K and V read once.
+void BM_sdpa_decode(benchmark::State& state) {
+  attnrt::WorkloadSpec s;
+  s.batch = 1;
+  s.seqlen_q = 1;
+  s.seqlen_k = static_cast<int>(state.range(0));
+  s.heads_q = 32;
+  s.heads_kv = static_cast<int>(state.range(1));
+  s.head_dim = 128;
+  s.causal = true;
+  s.dtype = state.range(2) != 0 ? ATTNRT_DTYPE_BF16 : ATTNRT_DTYPE_FP32;
+  attnrt::Workload w = attnrt::make_workload(s);
+  w.desc.device = DLDevice{kDLCPU, 0};
+  attnrt_forward_args a = w.forward_args();
+  attnrt::Backend& b = backend("sdpa");
+  for (auto _ : state) b.forward(w.desc, a, threads());
+  const double bytes = 2.0 * s.seqlen_k * s.heads_kv * s.head_dim * (state.range(2) != 0 ? 2 : 4);
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads();
+}
+BENCHMARK(BM_sdpa_decode)
+    ->ArgNames({"keys", "heads_kv", "bf16"})
+    ->ArgsProduct({{4096, 32768}, {1, 8}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
+
 void BM_sdpa_forward(benchmark::State& s) { attnrt_forward(s, "sdpa"); }
 void BM_eager_forward(benchmark::State& s) { attnrt_forward(s, "eager"); }
 void BM_sdpa_backward(benchmark::State& s) { attnrt_backward(s, "sdpa"); }

@@ -5,6 +5,10 @@
 // [rows, block_k] score tile. The first item to reach a key tile packs it (TileStates), so a call
 // is one parallel region: a packing pass of its own ended in a barrier that waited for the
 // slowest thread to start, 20% of a short call on the GPU machine's 16 cores (docs/perf.md).
+// A call with few items splits each item's key tiles among a few units (forward_splits,
+// sdpa_kernels.hpp): on the GPU machine's 16 vCPUs a short call's items were two a thread, and
+// the call waited for the vCPUs that ran 60% slower than the rest; with units of one or two tiles
+// the fast threads take more of them.
 //
 // Two operand formats, one walk: fp32 tiles through oneDNN's sgemm (every dtype), and bf16 tiles
 // through its bf16 matmul where the CPU has bf16 instructions (AVX512-BF16, AMX) and the inputs
@@ -89,6 +93,43 @@ ThreadTiles carve(float* base, const Tiles& t) {
   w.l = w.m + t.rows;
   w.p = reinterpret_cast<uint16_t*>(w.l + t.rows);  // rows * block_k bf16: forward_floats_per_thread
   return w;
+}
+
+// A unit's partial state in the workspace: o [cap, hv_pad], then m and l [cap] (cap = the
+// tile's rows).
+struct Partial {
+  float *o, *m, *l;
+};
+
+Partial partial_at(float* base, int64_t unit, const Tiles& t) {
+  float* o = base + unit * t.rows * (t.hv_pad + 2);
+  return {o, o + t.rows * t.hv_pad, o + t.rows * t.hv_pad + t.rows};
+}
+
+// The splits' partial states of `rows` rows merged into o, m, l in split order (so the result
+// does not depend on which thread finished last): m = max_s m_s, l = sum_s l_s e^(m_s - m),
+// O = sum_s O_s e^(m_s - m) (FlashDecoding's combine, in the unnormalized form the walk keeps).
+void merge_splits(float* base, int64_t first_unit, int64_t splits, int64_t rows, const Tiles& t, float* o, float* m,
+                  float* l) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float mx = kNegInf;
+    for (int64_t s = 0; s < splits; ++s) mx = std::max(mx, partial_at(base, first_unit + s, t).m[r]);
+    float* out = o + r * t.hv_pad;
+    std::fill(out, out + t.hv_pad, 0.0f);
+    float sum = 0.0f;
+    if (mx != kNegInf) {
+      for (int64_t s = 0; s < splits; ++s) {
+        const Partial part = partial_at(base, first_unit + s, t);
+        if (part.m[r] == kNegInf) continue;  // saw no key: l and O are zero
+        const float f = std::exp(part.m[r] - mx);
+        sum += part.l[r] * f;
+        const float* in = part.o + r * t.hv_pad;
+        for (int64_t c = 0; c < t.hv_pad; ++c) out[c] += f * in[c];
+      }
+    }
+    m[r] = mx;
+    l[r] = sum;
+  }
 }
 
 // fp32 operands: k^T [hd, bk] and v [bk, hv_pad] per key tile; q pre-scaled by softmax_scale.
@@ -183,6 +224,11 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
   const int64_t num_tiles = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
   int32_t* states = reinterpret_cast<int32_t*>(kv_tiles + num_tiles * tile_floats);
   std::fill(states, states + num_tiles, 0);
+  // Key splits: each unit's partial state, then each item's count of finished units.
+  const int64_t splits = forward_splits(d, num_threads);
+  float* partials = kv_tiles + forward_floats_tiles(d);
+  int32_t* arrivals = reinterpret_cast<int32_t*>(partials + items * splits * t.rows * (t.hv_pad + 2));
+  if (splits > 1) std::fill(arrivals, arrivals + items, 0);
   TileStates packed(states);
   auto tile_of = [&](int64_t b, int64_t hk, int64_t kb) {
     const int64_t index = (b * d.heads_kv + hk) * tiles_per_seq + kb;
@@ -195,7 +241,8 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
 
   const OnlineSoftmaxFn softmax = online_softmax();
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
-  for (int64_t item = 0; item < items; ++item) {
+  for (int64_t unit = 0; unit < items * splits; ++unit) {
+    const int64_t item = unit / splits, split = unit % splits;
     const Item blk = blocks[item / d.heads_kv];
     const int64_t b = blk.b, hk = item % d.heads_kv;
     const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
@@ -215,15 +262,20 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
         k_lo = std::min(k_lo, range.lo);
         k_hi = std::max(k_hi, range.hi);
       }
-      fmt.load_q(w, r, p.q.row(b, i, h));
     }
-    fmt.pad_q(w, rows);
+    // Whole packed tiles, from the one holding k_lo (what lies outside is masked); this unit's
+    // share of them.
+    const int64_t first = k_lo < k_hi ? k_lo / bk : 0, count = k_lo < k_hi ? (k_hi + bk - 1) / bk - first : 0;
+    const int64_t from = first + count * split / splits, to = first + count * (split + 1) / splits;
+    if (from < to) {
+      for (int64_t r = 0; r < rows; ++r) fmt.load_q(w, r, p.q.row(b, row_info[r].i, hk * group + r / nq));
+      fmt.pad_q(w, rows);
+    }
     std::fill(o, o + rows * t.hv_pad, 0.0f);
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.0f);
 
-    // Walk whole packed tiles: start at the tile holding k_lo, mask what lies outside.
-    for (int64_t k0 = k_lo / bk * bk; k0 < k_hi; k0 += bk) {
+    for (int64_t k0 = from * bk; k0 < to * bk; k0 += bk) {
       const int64_t nk = std::min(bk, k_len - k0);
       const int64_t width = round_up(nk, kColumnMultiple);  // short sequences: no work on padding
       const float* tile = tile_of(b, hk, k0 / bk);
@@ -247,6 +299,16 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
                .ld_p = bk,
                .p_width = bk});
       fmt.accumulate_pv(w, tile, rows, width, nk);
+    }
+
+    if (splits > 1) {
+      // Published with the arrival (release); the last unit reads every split's (acquire).
+      const Partial mine = partial_at(partials, unit, t);
+      std::copy(o, o + rows * t.hv_pad, mine.o);
+      std::copy(m, m + rows, mine.m);
+      std::copy(l, l + rows, mine.l);
+      if (std::atomic_ref<int32_t>(arrivals[item]).fetch_add(1, std::memory_order_acq_rel) != splits - 1) continue;
+      merge_splits(partials, item * splits, splits, rows, t, o, m, l);
     }
 
     // Epilogue: fold the sink logit into the denominator, normalize, write out and LSE.

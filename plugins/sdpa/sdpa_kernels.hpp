@@ -36,7 +36,25 @@ Tiles tiles_for(const attnrt_attention_desc& desc);
 // Workspace in floats: per thread, and shared by all threads (forward's packed K/V tiles,
 // backward's row terms).
 size_t forward_floats_per_thread(const attnrt_attention_desc& desc);
-size_t forward_floats_shared(const attnrt_attention_desc& desc);
+// `num_threads`: the call's; the forward's key splits (forward_splits) size part of it.
+size_t forward_floats_shared(const attnrt_attention_desc& desc, int num_threads);
+// The forward's packed key tiles and their states: where the key splits' part starts.
+size_t forward_floats_tiles(const attnrt_attention_desc& desc);
+
+// Split-KV for calls with fewer work items than threads (FlashDecoding's split of the keys, Dao
+// et al. 2023: a decode step of one sequence has one item per kv head): each (sequence, kv head,
+// query block) item's key tiles are divided among ceil(threads / items) units (at most
+// kMaxForwardSplits, and at most its key tiles), which threads take as they take items, each
+// writing its rows' partial m, l and unnormalized O; the last unit of an item to finish merges
+// them in split order and writes the output. 1 (no split) where every thread has an item, on one
+// thread, and for a deterministic call (the split count, and so the rounding, depends on the
+// thread count; a call on a given count is bit-identical either way). Splitting calls with a
+// few items a thread (two at 512 keys on 16 cores) cost bf16 calls 4-13% on the GPU machine's
+// Xeon (bench/results/cpu-sdpa-split-2026-11-27/).
+inline constexpr int64_t kMaxForwardSplits = 16;
+int64_t forward_splits(const attnrt_attention_desc& desc, int num_threads);
+// Upper bound of the forward's items: batch * ceil(seqlen_q / block_q) * heads_kv.
+int64_t forward_items_bound(const attnrt_attention_desc& desc);
 size_t backward_floats_per_thread(const attnrt_attention_desc& desc);
 // Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded).
 size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q);

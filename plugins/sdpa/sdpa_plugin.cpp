@@ -55,7 +55,9 @@ class SdpaPlugin {
 
   size_t workspace_size(const attnrt_attention_desc& d, bool backward, int num_threads) const {
     const size_t threads = static_cast<size_t>(kernels::resolve_threads(num_threads));
-    if (!backward) return sizeof(float) * (threads * forward_floats_per_thread(d) + forward_floats_shared(d));
+    if (!backward)
+      return sizeof(float) *
+             (threads * forward_floats_per_thread(d) + forward_floats_shared(d, static_cast<int>(threads)));
     // Without the q tensor, size the shared part for the largest packed length the descriptor
     // allows (batch * max_seqlen_q, also an upper bound for varlen).
     const int64_t total_q = static_cast<int64_t>(d.batch) * d.seqlen_q;

@@ -33,13 +33,37 @@ size_t forward_floats_per_thread(const attnrt_attention_desc& d) {
   return t.rows * t.hd_pad + t.rows * t.block_k + t.rows * t.hv_pad + 2 * t.rows + (t.rows * t.block_k + 1) / 2;
 }
 
-size_t forward_floats_shared(const attnrt_attention_desc& d) {
+size_t forward_floats_tiles(const attnrt_attention_desc& d) {
   const Tiles t = tiles_for(d);
   // Every key tile of every (sequence, kv head), packed once: k^T [hd, block_k] and
   // v [block_k, hv_pad], then one int32 state per tile (sdpa_forward.cpp's TileStates).
   // batch * seqlen_k bounds the keys of varlen and paged calls too.
   const int64_t tiles = static_cast<int64_t>(d.batch) * ((d.seqlen_k + t.block_k - 1) / t.block_k) * d.heads_kv;
   return static_cast<size_t>(tiles) * (t.block_k * (d.head_dim + t.hv_pad) + 1);
+}
+
+int64_t forward_items_bound(const attnrt_attention_desc& d) {
+  const Tiles t = tiles_for(d);
+  return static_cast<int64_t>(d.batch) * ((d.seqlen_q + t.block_q - 1) / t.block_q) * d.heads_kv;
+}
+
+int64_t forward_splits(const attnrt_attention_desc& d, int num_threads) {
+  if (d.deterministic || num_threads <= 1) return 1;
+  const Tiles t = tiles_for(d);
+  const int64_t items = std::max<int64_t>(1, forward_items_bound(d));
+  const int64_t key_tiles = (d.seqlen_k + t.block_k - 1) / t.block_k;
+  if (items >= num_threads) return 1;
+  const int64_t want = (num_threads + items - 1) / items;
+  return std::clamp<int64_t>(want, 1, std::max<int64_t>(1, std::min(key_tiles, kMaxForwardSplits)));
+}
+
+size_t forward_floats_shared(const attnrt_attention_desc& d, int num_threads) {
+  const int64_t splits = forward_splits(d, num_threads);
+  if (splits == 1) return forward_floats_tiles(d);
+  const Tiles t = tiles_for(d);
+  // Per unit: o [rows, hv_pad], m and l [rows]; then one int32 arrival count per item.
+  const int64_t items = forward_items_bound(d);
+  return forward_floats_tiles(d) + static_cast<size_t>(items * splits * t.rows * (t.hv_pad + 2) + items);
 }
 
 size_t backward_floats_per_thread(const attnrt_attention_desc& d) {

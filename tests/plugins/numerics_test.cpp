@@ -214,6 +214,84 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<attnrt_dtype, Ca
 
 INSTANTIATE_TEST_SUITE_P(Grid, Numerics, ::testing::ValuesIn(grid()), case_name);
 
+// Split-KV (sdpa_forward.cpp): a call with fewer items than threads splits each item's key tiles
+// among units, and the last unit of an item merges their partial states. These shapes have
+// several key tiles and one to six items (sdpa_kernels.hpp's forward_splits), so that 3, 8 or 16
+// threads split them and 1 does not; each carries what the merge must keep: rows that see no key
+// in some splits or in all (a window, an empty key sequence), sinks (applied after the merge),
+// GQA/MQA, causal, softcap, ALiBi, varlen, a paged decode. The rule is the grid's: the error
+// against the fp64 reference at most 2x eager's plus the floor.
+TEST(SplitKeys, FewItemsOnManyThreadsMatchTheFp64Reference) {
+  std::vector<Case> split_cases;
+  {
+    WorkloadSpec s = base(1, 30, 700, 4, 1, 64);  // one item
+    s.causal = true;
+    s.sinks = true;
+    split_cases.push_back({"causal_sinks_gqa", s});
+  }
+  {
+    WorkloadSpec s = base(1, 64, 1000, 8, 1, 64);  // four items of 16 queries x 8 heads
+    s.causal = true;
+    split_cases.push_back({"causal_mqa", s});
+  }
+  {
+    WorkloadSpec s = base(1, 100, 900, 1, 1, 64);
+    s.window_left = 400;
+    s.window_right = 50;
+    s.softcap = 1.5f;
+    split_cases.push_back({"window_softcap", s});
+  }
+  {
+    WorkloadSpec s = base(1, 1, 1, 2, 1, 64, 32);
+    s.seqlens_q = {100, 9, 1};
+    s.seqlens_k = {640, 0, 515};  // the second sequence's rows see no key
+    s.causal = true;
+    s.alibi = true;
+    s.sinks = true;
+    split_cases.push_back({"varlen_alibi_sinks", s});
+  }
+  {
+    WorkloadSpec s = base(2, 1, 900, 4, 1, 64);
+    s.paged = true;
+    s.page_size = 16;
+    s.causal = true;
+    split_cases.push_back({"paged_decode", s});
+  }
+  for (attnrt_dtype dtype : {ATTNRT_DTYPE_FP32, ATTNRT_DTYPE_FP16, ATTNRT_DTYPE_BF16}) {
+    for (const Case& c : split_cases) {
+      SCOPED_TRACE(std::string(sdk::dtype_name(dtype)) + "_" + c.name);
+      WorkloadSpec spec = c.spec;
+      spec.dtype = dtype;
+      spec.seed = std::hash<std::string>{}(c.name) + 7 * dtype;
+      Workload w = make_workload(spec);
+      w.desc.device = DLDevice{kDLCPU, 0};
+      attnrt_forward_args fa = w.forward_args();
+      const ReferenceForward ref = reference_forward(w.desc, fa);
+      auto eager = test::builtin_backend("eager");
+      w.out.fill_nan();
+      eager->forward(w.desc, fa, 2);
+      const double eager_out = max_abs_error(*w.out.dl(), ref.out);
+      const double scale = std::max(1.0, max_abs(ref.out));
+      ASSERT_LE(eager_out, eager_tolerance(dtype) * scale);
+      auto sdpa = test::builtin_backend("sdpa");
+      ASSERT_EQ(sdpa->unsupported_reason(w.desc), "");
+      for (int threads : {1, 3, 8, 16}) {
+        w.out.fill_nan();
+        w.lse.fill_nan();
+        sdpa->forward(w.desc, fa, threads);
+        EXPECT_LE(max_abs_error(*w.out.dl(), ref.out), 2 * eager_out + floor_of(dtype) * scale)
+            << threads << " threads";
+        EXPECT_LE(max_abs_error(*w.lse.dl(), ref.lse), 2e-5) << threads << " threads";
+        for (size_t i = 0; i < ref.lse.size(); ++i) {
+          if (std::isinf(ref.lse[i])) {
+            ASSERT_TRUE(std::isinf(w.lse.get(static_cast<int64_t>(i)))) << threads << " threads, lse[" << i << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Repeats are bit-identical, whatever the thread count: the deterministic flag is honoured.
 TEST(Determinism, SdpaBackwardIsBitIdenticalAcrossRepeatsAndThreadCounts) {
   WorkloadSpec spec = base(2, 130, 130, 4, 2, 64);
