@@ -6,7 +6,7 @@
 # (1) every forward row of the new plugin, 3 repetitions, between two PyTorch runs; (2) base and
 # new on the eight short rows (512 and 1024 keys, fp32 and bf16, causal and not), one process
 # each, alternated, three rounds.
-cd "$(dirname "$0")"; H=$PWD; R=$(cd ../../.. && pwd)
+cd "$(dirname "$0")"; H=$PWD; R=$(cd ../../../.. && pwd)
 P=$R/build-cpubench/pkg
 export LD_LIBRARY_PATH=$P/lib
 chmod -R go-w $P
