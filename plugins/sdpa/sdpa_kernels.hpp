@@ -56,8 +56,19 @@ int64_t forward_splits(const attnrt_attention_desc& desc, int num_threads);
 // Upper bound of the forward's items: batch * ceil(seqlen_q / block_q) * heads_kv.
 int64_t forward_items_bound(const attnrt_attention_desc& desc);
 size_t backward_floats_per_thread(const attnrt_attention_desc& desc);
-// Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded).
-size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q);
+// Shared part of backward, for `total_q` packed query rows (batch * seqlen_q when padded), on
+// `num_threads` threads (the per-head path's dq accumulators: backward_per_head).
+size_t backward_floats_shared(const attnrt_attention_desc& desc, int64_t total_q, int num_threads);
+
+// Whether a backward runs per (sequence, kv head): one thread takes every key block of the pair
+// and adds each (query block, key block)'s ds k to fp32 dq rows it owns, five products a pair
+// (FlashAttention-2's Algorithm 2, as PyTorch's CPU kernel parallelises it) against seven in the
+// two passes (pass 1: s, dp, dv, dk; pass 2: s, dp again, dq). Taken where there are at least
+// two pairs a thread (threads take them as they finish, which evens out pairs of different
+// lengths) and the call is not deterministic: its sums run in another order than the two
+// passes', so the result would depend on the thread count. The two passes spread a head's work
+// over its key blocks and query blocks, which a call with fewer pairs needs.
+bool backward_per_head(const attnrt_attention_desc& desc, int num_threads);
 // Floats of one packed backward key tile: k^T, k and v^T.
 size_t backward_tile_floats(const attnrt_attention_desc& desc);
 

@@ -31,7 +31,8 @@ int64_t packed_queries(const attnrt_attention_desc& d, const DLTensor* q) {
 }
 
 size_t backward_bytes(const attnrt_attention_desc& d, size_t threads, int64_t total_q) {
-  return sizeof(float) * (threads * backward_floats_per_thread(d) + backward_floats_shared(d, total_q));
+  return sizeof(float) *
+         (threads * backward_floats_per_thread(d) + backward_floats_shared(d, total_q, static_cast<int>(threads)));
 }
 
 class SdpaPlugin {

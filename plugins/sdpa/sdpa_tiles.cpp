@@ -79,15 +79,21 @@ size_t backward_tile_floats(const attnrt_attention_desc& d) {
   return t.bwd_k * (d.head_dim + t.hd_pad + d.head_dim_v);
 }
 
-size_t backward_floats_shared(const attnrt_attention_desc& d, int64_t total_q) {
+bool backward_per_head(const attnrt_attention_desc& d, int num_threads) {
+  return !d.deterministic && static_cast<int64_t>(d.batch) * d.heads_kv >= 2 * static_cast<int64_t>(num_threads);
+}
+
+size_t backward_floats_shared(const attnrt_attention_desc& d, int64_t total_q, int num_threads) {
   const Tiles t = tiles_for(d);
   // Per (head, query row): D = rowsum(dout * out); q [hd_pad] and dout [hv_pad] rows, plus bwd_q
   // zeroed rows after the last. Per key tile of every (sequence, kv head): backward_tile_floats.
   // dsinks partial sums [batch, heads_q].
   const size_t rows = static_cast<size_t>(d.heads_q) * total_q;
   const size_t tiles = static_cast<size_t>(d.batch) * ((d.seqlen_k + t.bwd_k - 1) / t.bwd_k) * d.heads_kv;
+  // The per-head path's dq accumulators: [heads_q, total_q, hd_pad].
+  const size_t dq = backward_per_head(d, num_threads) ? rows * t.hd_pad : 0;
   return rows + (rows + t.bwd_q) * (t.hd_pad + t.hv_pad) + tiles * backward_tile_floats(d) +
-         static_cast<size_t>(d.batch) * d.heads_q;
+         static_cast<size_t>(d.batch) * d.heads_q + dq;
 }
 
 void copy_bf16_rows(const kernels::RowTensor& src, int64_t b, int64_t h, int64_t t0, int64_t n, int64_t dim,

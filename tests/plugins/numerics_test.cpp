@@ -292,6 +292,75 @@ TEST(SplitKeys, FewItemsOnManyThreadsMatchTheFp64Reference) {
   }
 }
 
+// The backward per (sequence, kv head) (sdpa_backward.cpp; sdpa_kernels.hpp's backward_per_head)
+// against the two passes: these shapes have several 128-key blocks a sequence, so that dq sums
+// over key blocks, and four or six (sequence, kv head) pairs, so that 1 and 2 threads take the
+// per-pair path (two pairs a thread), 3 the one or the other, and 8 the two passes. Each is held to the grid's rule (2x
+// eager's error plus the floor) for dq, dk, dv and dsinks.
+TEST(PerHeadBackward, MatchesTheFp64ReferenceOnBothPaths) {
+  std::vector<Case> bwd_cases;
+  {
+    WorkloadSpec s = base(2, 300, 400, 4, 2, 64);
+    s.causal = true;
+    s.sinks = true;
+    bwd_cases.push_back({"causal_sinks_gqa", s});
+  }
+  {
+    WorkloadSpec s = base(2, 260, 390, 2, 2, 64);
+    s.window_left = 150;
+    s.window_right = 40;
+    s.softcap = 1.5f;
+    bwd_cases.push_back({"window_softcap", s});
+  }
+  {
+    WorkloadSpec s = base(1, 1, 1, 6, 2, 64, 32);
+    s.seqlens_q = {200, 0, 131};
+    s.seqlens_k = {330, 64, 0};
+    s.causal = true;
+    s.alibi = true;
+    bwd_cases.push_back({"varlen_alibi", s});
+  }
+  for (attnrt_dtype dtype : {ATTNRT_DTYPE_FP32, ATTNRT_DTYPE_BF16}) {
+    for (const Case& c : bwd_cases) {
+      SCOPED_TRACE(std::string(sdk::dtype_name(dtype)) + "_" + c.name);
+      WorkloadSpec spec = c.spec;
+      spec.dtype = dtype;
+      spec.seed = std::hash<std::string>{}(c.name) + 11 * dtype;
+      Workload w = make_workload(spec);
+      w.desc.device = DLDevice{kDLCPU, 0};
+      attnrt_forward_args fa = w.forward_args();
+      auto eager = test::builtin_backend("eager");
+      eager->forward(w.desc, fa, 2);  // out and LSE for both backwards
+      const ReferenceBackward gref = reference_backward(w.desc, fa, *w.dout.dl());
+      attnrt_backward_args ba = w.backward_args();
+      eager->backward(w.desc, ba, 2);
+      struct Grad {
+        const char* what;
+        HostTensor* got;
+        const std::vector<double>* ref;
+        double eager = 0;
+      };
+      std::vector<Grad> grads = {{"dq", &w.dq, &gref.dq}, {"dk", &w.dk, &gref.dk}, {"dv", &w.dv, &gref.dv}};
+      if (w.desc.has_sinks) grads.push_back({"dsinks", &w.dsinks, &gref.dsinks});
+      for (Grad& g : grads) {
+        g.eager = max_abs_error(*g.got->dl(), *g.ref);
+        ASSERT_LE(g.eager, eager_tolerance(dtype) * std::max(1.0, max_abs(*g.ref))) << "eager " << g.what;
+      }
+      auto sdpa = test::builtin_backend("sdpa");
+      ASSERT_EQ(sdpa->unsupported_reason(w.desc), "");
+      for (int threads : {1, 2, 3, 8}) {
+        for (Grad& g : grads) g.got->fill_nan();
+        sdpa->backward(w.desc, ba, threads);
+        for (const Grad& g : grads) {
+          const double scale = std::max(1.0, max_abs(*g.ref));
+          EXPECT_LE(max_abs_error(*g.got->dl(), *g.ref), 2 * g.eager + floor_of(dtype) * scale)
+              << g.what << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 // Repeats are bit-identical, whatever the thread count: the deterministic flag is honoured.
 TEST(Determinism, SdpaBackwardIsBitIdenticalAcrossRepeatsAndThreadCounts) {
   WorkloadSpec spec = base(2, 130, 130, 4, 2, 64);
