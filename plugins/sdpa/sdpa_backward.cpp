@@ -260,82 +260,12 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
     if (nk > 0) fmt.pack_tile(tile_at(b, hk, kb), b, hk, k0, nk);
   }
 
-  if (backward_per_head(d, num_threads)) {
-    // Passes 1 and 2 in one, per (sequence, kv head): dk and dv key block by key block, and dq
-    // summed in fp32 rows of this pair's query heads (added from the thread's own dq tile: the
-    // bf16 products write full-shape tiles, whose rows past a block belong to other pairs).
-    float* dq_sum = dsink_partial + batch_heads;  // [heads_q, total_q, hd_pad]
-    const int64_t pairs = static_cast<int64_t>(d.batch) * d.heads_kv;
-#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const int64_t b = pair / d.heads_kv, hk = pair % d.heads_kv;
-      const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
-      const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
-      auto dq_row = [&](int64_t h, int64_t i) { return dq_sum + (h * total_q + packed_row(p, b, i)) * t.hd_pad; };
-      for (int64_t h = hk * group; h < (hk + 1) * group && q_len > 0; ++h) {
-        std::fill(dq_row(h, 0), dq_row(h, 0) + q_len * t.hd_pad, 0.0f);
-      }
-      std::vector<TileRow> row_info(bq);
-      float lse[kMaxBackwardTile], Drow[kMaxBackwardTile];
-      for (int64_t k0 = 0; k0 < k_len; k0 += bk) {
-        const int64_t nk = std::min(bk, k_len - k0);
-        const float* tile = tile_at(b, hk, k0 / bk);
-        std::fill(w.dk, w.dk + bk * t.hd_pad, 0.0f);
-        std::fill(w.dv, w.dv + bk * t.hv_pad, 0.0f);
-        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-          const float slope = alibi_slope(p.alibi, b, h);
-          for (int64_t q0 = 0; q0 < q_len; q0 += bq) {
-            const int64_t nq = std::min(bq, q_len - q0);
-            bool any = false;
-            for (int64_t r = 0; r < nq; ++r) {
-              const KeyRange range = p.keys(b, q0 + r);
-              row_info[r] = {q0 + r, range.lo, range.hi, slope};
-              any |= range.lo < std::min(range.hi, k0 + nk) && range.hi > k0 && range.lo < k0 + nk;
-              lse[r] = p.lse.at(b, h, q0 + r);
-              Drow[r] = D[h * total_q + packed_row(p, b, q0 + r)];
-            }
-            if (!any) continue;
-            const Row* q = q_at(b, h, q0);
-            const Row* dout = dout_at(b, h, q0);
-            fmt.scores_and_dp(w, q, dout, tile, nq);
-            p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
-            fmt.round_p_ds(w, nq);
-            fmt.dv_dk(w, q, dout, nq, nk);
-            std::fill(w.dq, w.dq + bq * t.hd_pad, 0.0f);
-            fmt.dq(w, tile, nq, nk);
-            float* sum = dq_row(h, q0);
-            for (int64_t x = 0; x < nq * t.hd_pad; ++x) sum[x] += w.dq[x];
-          }
-        }
-        for (int64_t j = 0; j < nk; ++j) {
-          store_row(w.dk + j * t.hd_pad, fmt.dk_scale(), d.dtype, p.dk.row(b, k0 + j, hk), hd);
-          store_row(w.dv + j * t.hv_pad, 1.0f, d.dtype, p.dv.row(b, k0 + j, hk), hv);
-        }
-      }
-      // ds is the gradient of the scaled score, so dq = softmax_scale * ds k.
-      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-        for (int64_t i = 0; i < q_len; ++i) store_row(dq_row(h, i), d.softmax_scale, d.dtype, p.dq.row(b, i, h), hd);
-      }
-    }
-    fmt.check();
-    if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
-    return;
-  }
-
-  // Pass 1: dk and dv of one key block, over every query head of its group and every query
-  // block whose visible keys meet it.
-  std::vector<std::pair<int32_t, int32_t>> k_blocks;  // (b, block)
-  for (int32_t b = 0; b < d.batch; ++b) {
-    for (int64_t k0 = 0; k0 < p.lengths.k_len(b); k0 += bk) k_blocks.push_back({b, static_cast<int32_t>(k0 / bk)});
-  }
-  const int64_t kv_items = static_cast<int64_t>(k_blocks.size()) * d.heads_kv;
-#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
-  for (int64_t item = 0; item < kv_items; ++item) {
-    const auto [bb, kb] = k_blocks[item / d.heads_kv];
-    const int64_t b = bb, hk = item % d.heads_kv, k0 = static_cast<int64_t>(kb) * bk;
-    const int64_t q_len = p.lengths.q_len(b), nk = std::min(bk, p.lengths.k_len(b) - k0);
-    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
-    const float* tile = tile_at(b, hk, kb);
+  // dk and dv of key block (b, hk, k0 .. k0+nk), over every query head of its group and every
+  // query block whose visible keys meet it, stored at the end; after(h, q0, nq) follows each query
+  // block's products, while its ds is in w.
+  auto dk_dv_of_block = [&](const Buffers& w, int64_t b, int64_t hk, int64_t k0, int64_t nk, const float* tile,
+                            auto&& after) {
+    const int64_t q_len = p.lengths.q_len(b);
     std::fill(w.dk, w.dk + bk * t.hd_pad, 0.0f);
     std::fill(w.dv, w.dv + bk * t.hv_pad, 0.0f);
     std::vector<TileRow> row_info(bq);
@@ -359,12 +289,64 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
         p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
         fmt.round_p_ds(w, nq);
         fmt.dv_dk(w, q, dout, nq, nk);
+        after(h, q0, nq);
       }
     }
     for (int64_t j = 0; j < nk; ++j) {
       store_row(w.dk + j * t.hd_pad, fmt.dk_scale(), d.dtype, p.dk.row(b, k0 + j, hk), hd);
       store_row(w.dv + j * t.hv_pad, 1.0f, d.dtype, p.dv.row(b, k0 + j, hk), hv);
     }
+  };
+
+  if (backward_per_head(d, num_threads)) {
+    // Passes 1 and 2 in one, per (sequence, kv head): dk and dv key block by key block, and dq
+    // summed in fp32 rows of this pair's query heads (added from the thread's own dq tile: the
+    // bf16 products write full-shape tiles, whose rows past a block belong to other pairs).
+    float* dq_sum = dsink_partial + batch_heads;  // [heads_q, total_q, hd_pad]
+    const int64_t pairs = static_cast<int64_t>(d.batch) * d.heads_kv;
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / d.heads_kv, hk = pair % d.heads_kv;
+      const int64_t q_len = p.lengths.q_len(b), k_len = p.lengths.k_len(b);
+      const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
+      auto dq_row = [&](int64_t h, int64_t i) { return dq_sum + (h * total_q + packed_row(p, b, i)) * t.hd_pad; };
+      for (int64_t h = hk * group; h < (hk + 1) * group && q_len > 0; ++h) {
+        std::fill(dq_row(h, 0), dq_row(h, 0) + q_len * t.hd_pad, 0.0f);
+      }
+      for (int64_t k0 = 0; k0 < k_len; k0 += bk) {
+        const int64_t nk = std::min(bk, k_len - k0);
+        const float* tile = tile_at(b, hk, k0 / bk);
+        dk_dv_of_block(w, b, hk, k0, nk, tile, [&](int64_t h, int64_t q0, int64_t nq) {
+          std::fill(w.dq, w.dq + bq * t.hd_pad, 0.0f);
+          fmt.dq(w, tile, nq, nk);
+          float* sum = dq_row(h, q0);
+          for (int64_t x = 0; x < nq * t.hd_pad; ++x) sum[x] += w.dq[x];
+        });
+      }
+      // ds is the gradient of the scaled score, so dq = softmax_scale * ds k.
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        for (int64_t i = 0; i < q_len; ++i) store_row(dq_row(h, i), d.softmax_scale, d.dtype, p.dq.row(b, i, h), hd);
+      }
+    }
+    fmt.check();
+    if (p.dsinks) kernels::reduce_sink_gradient(dsink_partial, d.batch, d.heads_q, p.dsinks);
+    return;
+  }
+
+  // Pass 1: dk and dv of one key block, over every query head of its group and every query
+  // block whose visible keys meet it.
+  std::vector<std::pair<int32_t, int32_t>> k_blocks;  // (b, block)
+  for (int32_t b = 0; b < d.batch; ++b) {
+    for (int64_t k0 = 0; k0 < p.lengths.k_len(b); k0 += bk) k_blocks.push_back({b, static_cast<int32_t>(k0 / bk)});
+  }
+  const int64_t kv_items = static_cast<int64_t>(k_blocks.size()) * d.heads_kv;
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
+  for (int64_t item = 0; item < kv_items; ++item) {
+    const auto [bb, kb] = k_blocks[item / d.heads_kv];
+    const int64_t b = bb, hk = item % d.heads_kv, k0 = static_cast<int64_t>(kb) * bk;
+    const int64_t nk = std::min(bk, p.lengths.k_len(b) - k0);
+    const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
+    dk_dv_of_block(w, b, hk, k0, nk, tile_at(b, hk, kb), [](int64_t, int64_t, int64_t) {});
   }
 
   // Pass 2: dq of one query block of one head, over the key blocks it sees. Last blocks first:
