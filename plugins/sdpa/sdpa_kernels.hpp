@@ -44,12 +44,12 @@ size_t forward_floats_tiles(const attnrt_attention_desc& desc);
 // Split-KV for calls with fewer work items than threads (FlashDecoding's split of the keys, Dao
 // et al. 2023: a decode step of one sequence has one item per kv head): each (sequence, kv head,
 // query block) item's key tiles are divided among ceil(threads / items) units (at most
-// kMaxForwardSplits, and at most its key tiles), which threads take as they take items, each
+// kMaxForwardSplits, and at most the call's key tiles), which threads take as they take items, each
 // writing its rows' partial m, l and unnormalized O; the last unit of an item to finish merges
 // them in split order and writes the output. 1 (no split) where every thread has an item, on one
 // thread, and for a deterministic call (the split count, and so the rounding, depends on the
 // thread count; a call on a given count is bit-identical either way). Splitting calls with a
-// few items a thread (two at 512 keys on 16 cores) cost bf16 calls 4-13% on the GPU machine's
+// few items a thread (two at 512 keys on 16 cores) cost bf16 calls 4-17% on the GPU machine's
 // Xeon (bench/results/cpu-sdpa-split-2026-11-27/).
 inline constexpr int64_t kMaxForwardSplits = 16;
 int64_t forward_splits(const attnrt_attention_desc& desc, int num_threads);
