@@ -94,6 +94,10 @@ std::vector<Mod> mods(int seqlen, const std::vector<int32_t>& doc) {
       // (a fixed hash of the block's coordinates), each kept block whole, so the block mask lists
       // it as full and mask_mod is never evaluated; the time ratio is the sparsity's speedup.
       {"dense", "", "true", [](int64_t, int64_t) { return true; }},
+      // Causal by 128 x 128 blocks: the causal mask's blocks, every one full (mask_mod never
+      // evaluated), the diagonal ones whole. Against `causal` it prices the diagonal blocks'
+      // mask_mod; against flash_attention_3's causal, the rest of the flex machinery.
+      {"block_causal", "", "q_idx / 128 >= kv_idx / 128", [](int64_t q, int64_t k) { return q / 128 >= k / 128; }},
       {"block_sparse_90", "", "((q_idx / 128) * 7919 + (kv_idx / 128) * 104729) % 10 == 0",
        [](int64_t q, int64_t k) { return ((q / 128) * 7919 + (k / 128) * 104729) % 10 == 0; }},
   };
