@@ -5,10 +5,9 @@
 // [rows, block_k] score tile. The first item to reach a key tile packs it (TileStates), so a call
 // is one parallel region: a packing pass of its own ended in a barrier that waited for the
 // slowest thread to start, 20% of a short call on the GPU machine's 16 cores (docs/perf.md).
-// A call with few items splits each item's key tiles among a few units (forward_splits,
-// sdpa_kernels.hpp): on the GPU machine's 16 vCPUs a short call's items were two a thread, and
-// the call waited for the vCPUs that ran 60% slower than the rest; with units of one or two tiles
-// the fast threads take more of them.
+// A call with fewer items than threads (a decode step has one per kv head) splits each item's
+// key tiles among a few units, whose partial states the item's last unit merges (forward_splits,
+// sdpa_kernels.hpp).
 //
 // Two operand formats, one walk: fp32 tiles through oneDNN's sgemm (every dtype), and bf16 tiles
 // through its bf16 matmul where the CPU has bf16 instructions (AVX512-BF16, AMX) and the inputs
@@ -95,14 +94,14 @@ ThreadTiles carve(float* base, const Tiles& t) {
   return w;
 }
 
-// A unit's partial state in the workspace: o [cap, hv_pad], then m and l [cap] (cap = the
-// tile's rows).
+// A unit's partial state in the workspace (split_partial_floats): o [cap, hv_pad], then m and l
+// [cap] (cap = the tile's rows).
 struct Partial {
   float *o, *m, *l;
 };
 
 Partial partial_at(float* base, int64_t unit, const Tiles& t) {
-  float* o = base + unit * t.rows * (t.hv_pad + 2);
+  float* o = base + unit * split_partial_floats(t);
   return {o, o + t.rows * t.hv_pad, o + t.rows * t.hv_pad + t.rows};
 }
 
@@ -224,10 +223,11 @@ void run_forward(const ForwardProblem& p, float* workspace, int num_threads, For
   const int64_t num_tiles = static_cast<int64_t>(d.batch) * d.heads_kv * tiles_per_seq;
   int32_t* states = reinterpret_cast<int32_t*>(kv_tiles + num_tiles * tile_floats);
   std::fill(states, states + num_tiles, 0);
-  // Key splits: each unit's partial state, then each item's count of finished units.
+  // Key splits: each unit's partial state, then each item's count of finished units (in the
+  // workspace only where the call splits: forward_floats_shared).
   const int64_t splits = forward_splits(d, num_threads);
-  float* partials = kv_tiles + forward_floats_tiles(d);
-  int32_t* arrivals = reinterpret_cast<int32_t*>(partials + items * splits * t.rows * (t.hv_pad + 2));
+  float* partials = splits > 1 ? kv_tiles + forward_floats_tiles(d) : nullptr;
+  int32_t* arrivals = splits > 1 ? reinterpret_cast<int32_t*>(partial_at(partials, items * splits, t).o) : nullptr;
   if (splits > 1) std::fill(arrivals, arrivals + items, 0);
   TileStates packed(states);
   auto tile_of = [&](int64_t b, int64_t hk, int64_t kb) {

@@ -52,6 +52,8 @@ size_t forward_floats_tiles(const attnrt_attention_desc& desc);
 // few items a thread (two at 512 keys on 16 cores) cost bf16 calls 4-17% on the GPU machine's
 // Xeon (bench/results/cpu-sdpa-split-2026-11-27/).
 inline constexpr int64_t kMaxForwardSplits = 16;
+// Floats of one split unit's partial state: o [rows, hv_pad], m and l [rows].
+inline int64_t split_partial_floats(const Tiles& t) { return t.rows * (t.hv_pad + 2); }
 int64_t forward_splits(const attnrt_attention_desc& desc, int num_threads);
 // Upper bound of the forward's items: batch * ceil(seqlen_q / block_q) * heads_kv.
 int64_t forward_items_bound(const attnrt_attention_desc& desc);

@@ -61,9 +61,9 @@ size_t forward_floats_shared(const attnrt_attention_desc& d, int num_threads) {
   const int64_t splits = forward_splits(d, num_threads);
   if (splits == 1) return forward_floats_tiles(d);
   const Tiles t = tiles_for(d);
-  // Per unit: o [rows, hv_pad], m and l [rows]; then one int32 arrival count per item.
+  // Each unit's partial state, then one int32 arrival count per item.
   const int64_t items = forward_items_bound(d);
-  return forward_floats_tiles(d) + static_cast<size_t>(items * splits * t.rows * (t.hv_pad + 2) + items);
+  return forward_floats_tiles(d) + static_cast<size_t>(items * splits * split_partial_floats(t) + items);
 }
 
 size_t backward_floats_per_thread(const attnrt_attention_desc& d) {

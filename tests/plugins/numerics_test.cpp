@@ -295,8 +295,8 @@ TEST(SplitKeys, FewItemsOnManyThreadsMatchTheFp64Reference) {
 // The backward per (sequence, kv head) (sdpa_backward.cpp; sdpa_kernels.hpp's backward_per_head)
 // against the two passes: these shapes have several 128-key blocks a sequence, so that dq sums
 // over key blocks, and four or six (sequence, kv head) pairs, so that 1 and 2 threads take the
-// per-pair path (two pairs a thread), 3 the one or the other, and 8 the two passes. Each is held to the grid's rule (2x
-// eager's error plus the floor) for dq, dk, dv and dsinks.
+// per-pair path (two pairs a thread), 3 the one or the other, and 8 the two passes. Each is held
+// to the grid's rule (2x eager's error plus the floor) for dq, dk, dv and dsinks.
 TEST(PerHeadBackward, MatchesTheFp64ReferenceOnBothPaths) {
   std::vector<Case> bwd_cases;
   {
