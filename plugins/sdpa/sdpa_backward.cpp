@@ -268,7 +268,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
     const int64_t q_len = p.lengths.q_len(b);
     std::fill(w.dk, w.dk + bk * t.hd_pad, 0.0f);
     std::fill(w.dv, w.dv + bk * t.hv_pad, 0.0f);
-    std::vector<TileRow> row_info(bq);
+    TileRow row_info[kMaxBackwardTile];  // (on the stack: this runs once per key block)
     float lse[kMaxBackwardTile], Drow[kMaxBackwardTile];
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       const float slope = alibi_slope(p.alibi, b, h);
@@ -286,7 +286,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
         const Row* q = q_at(b, h, q0);
         const Row* dout = dout_at(b, h, q0);
         fmt.scores_and_dp(w, q, dout, tile, nq);
-        p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+        p_and_ds_of_tile(p, t, w, row_info, lse, Drow, nq, b, k0, nk);
         fmt.round_p_ds(w, nq);
         fmt.dv_dk(w, q, dout, nq, nk);
         after(h, q0, nq);
@@ -365,7 +365,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
     const int64_t nq = std::min(bq, p.lengths.q_len(b) - q0);
     const Buffers w = carve(workspace + static_cast<size_t>(omp_thread()) * per_thread, t);
     const float slope = alibi_slope(p.alibi, b, h);
-    std::vector<TileRow> row_info(nq);
+    TileRow row_info[kMaxBackwardTile];
     float lse[kMaxBackwardTile], Drow[kMaxBackwardTile];
     int64_t k_lo = p.lengths.k_len(b), k_hi = 0;
     for (int64_t r = 0; r < nq; ++r) {
@@ -386,7 +386,7 @@ void run_backward(const BackwardProblem& p, float* workspace, int num_threads, F
       const int64_t nk = std::min(bk, p.lengths.k_len(b) - k0);
       const float* tile = tile_at(b, hk, k0 / bk);
       fmt.scores_and_dp(w, q, dout, tile, nq);
-      p_and_ds_of_tile(p, t, w, row_info.data(), lse, Drow, nq, b, k0, nk);
+      p_and_ds_of_tile(p, t, w, row_info, lse, Drow, nq, b, k0, nk);
       fmt.round_p_ds(w, nq);
       fmt.dq(w, tile, nq, nk);
     }
