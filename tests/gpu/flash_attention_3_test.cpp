@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <string>
@@ -234,6 +235,59 @@ TEST(FlashAttention3Support, RefusesWithReasons) {
   attnrt_attention_desc deterministic = w.desc;
   deterministic.deterministic = 1;
   EXPECT_EQ(fa3.unsupported_reason(deterministic), "");
+}
+
+// An output that is not [batch, seqlen, heads, head_dim] compact: head-major, with rows padded by
+// 8 elements (a strided view, as a PyTorch client may pass). O leaves the forward by TMA stores
+// through a map of the output's own strides (CallLayout::out_map), which must write every row and
+// no element past a row's head_dim: the padding keeps the NaN it was filled with. At head_dim 96
+// (padded onto the 128 kernel: the map clips the kernel's last 32 columns) and 128, with a causal
+// mask and a last tile that is not whole.
+TEST(FlashAttention3Support, WritesAStridedOutputAndNothingPastItsRows) {
+  if (const std::string why = fa3_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  Gpu& gpu = Gpu::get();
+  for (const int hd : {96, 128}) {
+    WorkloadSpec spec = shape(ATTNRT_DTYPE_BF16, hd, 2, 200, 200, 4, 2);
+    spec.causal = true;
+    spec.backward = false;
+    Workload w = gpu_workload(gpu, spec);
+    const attnrt_attention_desc& d = w.desc;
+    const ReferenceForward ref = reference_forward(d, w.forward_args());
+    const Errors base = run_forward(*gpu.backend("eager"), w, ref);
+    const int64_t B = d.batch, S = d.seqlen_q, H = d.heads_q, D = hd, pitch = D + 8;
+    HostTensor padded({B, H, S, pitch}, w.out.dtype());
+    for (int64_t i = 0; i < padded.numel(); ++i) padded.set(i, std::numeric_limits<double>::quiet_NaN());
+    DeviceTensor device_padded(padded, d.device);
+    DLTensor view = *device_padded.dl();
+    int64_t view_shape[4] = {B, S, H, D}, view_strides[4] = {H * S * pitch, pitch, S * pitch, 1};
+    view.shape = view_shape;
+    view.strides = view_strides;
+    DeviceWorkload dw(w, d.device);
+    attnrt_forward_args fa = dw.forward_args();
+    fa.out = &view;
+    gpu.backend("flash_attention_3")->forward(d, fa, 0);
+    device_padded.download(padded);
+    double err = 0;
+    int64_t written_padding = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t t = 0; t < S; ++t) {
+          for (int64_t c = 0; c < pitch; ++c) {
+            const double got = padded.get(((b * H + h) * S + t) * pitch + c);
+            if (c >= D) {
+              written_padding += std::isnan(got) ? 0 : 1;
+            } else {
+              const double e = std::abs(got - ref.out[size_t(((b * S + t) * H + h) * D + c)]);
+              err = std::isnan(e) ? std::numeric_limits<double>::infinity() : std::max(err, e);
+            }
+          }
+        }
+      }
+    }
+    SCOPED_TRACE(fmt::format("head_dim {}", hd));
+    expect_within("out", err, base.out, 1e-2);
+    EXPECT_EQ(written_padding, 0) << "elements written past the rows' head_dim";
+  }
 }
 
 // Paged KV forward: pages shuffled by the workload (block_table indirects), against the fp64

@@ -113,6 +113,7 @@ struct Calls {
       maps.q = l.map("q", p.q, p, l.q_rows, p.heads_q, d.head_dim, Tiles::kBM);
       maps.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN, l.k_batch);
       maps.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, Tiles::kBN, l.k_batch);
+      p.o_by_tma = l.out_map(p, d.head_dim, &maps.o) ? 1 : 0;
       check_cuda(run_forward<Policy, HD>(p, maps, l.bf16, static_cast<cudaStream_t>(e.stream)), what);
     });
   }

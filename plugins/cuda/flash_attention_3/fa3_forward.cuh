@@ -163,7 +163,7 @@ __device__ __forceinline__ SeqCoords k_coords(const AttentionParams& p, int b) {
 template <class T, int HD, class Policy, bool kPingpong, bool kDynamic, int kRows = ForwardTiles<HD>::kBM>
 __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUtensorMap& tma_q,
                                              const CUtensorMap& tma_k, const CUtensorMap& tma_v,
-                                             const typename Policy::Params& x, int band) {
+                                             const CUtensorMap& tma_o, const typename Policy::Params& x, int band) {
   using C = ForwardConfig<HD, kRows>;
   constexpr int BM = C::kBM, BN = C::kBN, STAGES = C::kStages;
   constexpr bool kSparse = Policy::kBlockSparse;
@@ -232,6 +232,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       hopper::prefetch_tensor_map(&tma_q);
       hopper::prefetch_tensor_map(&tma_k);
       hopper::prefetch_tensor_map(&tma_v);
+      if (C::kOwnO && p.o_by_tma) hopper::prefetch_tensor_map(&tma_o);
     }
     constexpr uint32_t kQBytes = BM * HD * sizeof(T), kKVBytes = BN * HD * sizeof(T);
     // Block-sparse: the scheduling warp claims a tile only while at most this many published
@@ -721,12 +722,18 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // Epilogue: normalize, then O through this warpgroup's own rows of the staging tile (sm.o,
     // or Q's tile at head_dim 256: no other warpgroup reads those rows, and this one's last
     // S = Q K^T has completed) in the same swizzle, so the warps' 4-byte writes are free of bank
-    // conflicts, and out in 16-byte chunks of whole rows. The first barrier keeps a warp's writes
-    // behind the other warps' reads of the previous tile's rows.
+    // conflicts, and out by TMA stores of the warpgroup's 64 rows (FlashAttention-3's epilogue:
+    // one thread issues them and the warpgroup goes on to its next tile while they run), or,
+    // where the call has no O map (p.o_by_tma: packed rows), in 16-byte chunks of whole rows by
+    // every thread. The first barrier keeps a warp's writes behind the other warps' reads of the
+    // previous tile's rows, and behind the previous tile's TMA stores' reads, which the issuing
+    // thread waits for.
     // The rows and threads are made opaque per tile so that the compiler forms the staging
     // addresses here rather than hoisting them out of the tile loop and spilling them.
     T* sO = C::kOwnO ? sm.o : sm.q;
     const int my_row = opaque(row_in_block), tid = opaque(static_cast<int>(threadIdx.x) % 128);
+    const bool o_by_tma = C::kOwnO && p.o_by_tma;
+    if (o_by_tma && tid == 0) hopper::bulk_wait_read();
     if constexpr (C::kOwnO) cutlass::arch::NamedBarrier::sync(128, 1 + cw);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -741,6 +748,21 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
       }
       const int i = m0 + row;
       if (p.lse && t == 0 && i < seq.q_len) p.lse[lse_index(p, seq, h, i)] = end.lse();
+    }
+    if (o_by_tma) {
+      cutlass::arch::fence_view_async_shared();        // the writes, to the TMA unit's reads
+      cutlass::arch::NamedBarrier::sync(128, 1 + cw);  // this warpgroup's rows are written
+      if (tid == 0) {
+        const SeqCoords qc = q_coords(p, b);
+#pragma unroll
+        for (int c = 0; c < HD / 64; ++c) {
+          hopper::tma_store_4d(&tma_o, sO + c * BM * 64 + wr0 * 64, c * 64, qc.row0 + m0 + wr0, h, qc.batch);
+        }
+        hopper::bulk_commit();
+      }
+      if constexpr (kSparse) release_tile();
+      ++tile_it;
+      continue;
     }
     cutlass::arch::NamedBarrier::sync(128, 1 + cw);  // this warpgroup's rows are written
     T* out = head_base<T>(p, p.out, b, h, true);
@@ -764,14 +786,17 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     if constexpr (kSparse) release_tile();
     ++tile_it;
   }
+  // The last tile's stores read this CTA's shared memory, which must outlive them.
+  if (C::kOwnO && p.o_by_tma && threadIdx.x % 128 == 0) hopper::bulk_wait_read();
 }
 
 template <class T, int HD, class Policy, bool kPingpong, bool kDynamic>
 __global__ void __launch_bounds__(ForwardConfig<HD>::kThreads, 1)
     forward_kernel(const __grid_constant__ AttentionParams p, const __grid_constant__ CUtensorMap tma_q,
                    const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v,
-                   const __grid_constant__ typename Policy::Params x, int band) {
-  forward_body<T, HD, Policy, kPingpong, kDynamic>(p, tma_q, tma_k, tma_v, x, band);
+                   const __grid_constant__ CUtensorMap tma_o, const __grid_constant__ typename Policy::Params x,
+                   int band) {
+  forward_body<T, HD, Policy, kPingpong, kDynamic>(p, tma_q, tma_k, tma_v, tma_o, x, band);
 }
 
 }  // namespace attnrt::cuda::fa3

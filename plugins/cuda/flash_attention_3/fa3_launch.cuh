@@ -43,7 +43,7 @@ cudaError_t forward(const AttentionParams& p, const ForwardMaps& maps, cudaStrea
     band = hopper::forward_band(p, HD, sizeof(T));
     if ((err = cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream)) != cudaSuccess) return err;
   }
-  kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v,
+  kernel<<<static_cast<unsigned>(ctas), C::kThreads, smem, stream>>>(p, maps.q, maps.k, maps.v, maps.o,
                                                                      typename Policy::Params{}, band);
   return cudaGetLastError();
 }

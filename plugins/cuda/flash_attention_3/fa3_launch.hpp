@@ -29,9 +29,10 @@ struct ForwardTiles {
   static constexpr int kBN = HD <= 128 ? 128 : HD <= 192 ? 96 : 64;
 };
 
-// q, k, v as boxes of 64 columns x ForwardTiles' rows (hopper::make_tensor_map).
+// q, k, v as boxes of 64 columns x ForwardTiles' rows (hopper::make_tensor_map), and out as
+// boxes of 64 rows where p.o_by_tma says the call has that map (CallLayout::out_map).
 struct ForwardMaps {
-  CUtensorMap q, k, v;
+  CUtensorMap q, k, v, o;
 };
 
 // The backward's tiles (fa3_backward.cuh): a CTA's keys (two consumer warpgroups of 64) and the

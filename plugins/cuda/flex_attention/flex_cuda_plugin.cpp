@@ -487,9 +487,10 @@ class FlexAttentionCuda {
     return m;
   }
 
-  // q, k, v (and dout, in a backward) as TMA maps of boxes of `q_rows` queries and `k_rows` keys.
+  // q, k, v (and dout, in a backward) as TMA maps of boxes of `q_rows` queries and `k_rows` keys;
+  // the forward's out, where it has one (CallLayout::out_map), of boxes of 64 rows.
   struct Maps {
-    CUtensorMap q, k, v, dout;
+    CUtensorMap q, k, v, dout, out;
   };
   static Maps tensor_maps(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k,
                           const cuda::AttentionParams& p, int q_rows, int k_rows) {
@@ -511,6 +512,7 @@ class FlexAttentionCuda {
     cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     p.tile_counter = static_cast<int32_t*>(e.workspace);
     Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
+    p.o_by_tma = cuda::hopper::call_layout(d, a.q, a.k).out_map(p, d.head_dim, &maps.out) ? 1 : 0;
     const int64_t tiles = int64_t(ceil_div(p.seqlen_q, m.bm)) * p.heads_q * p.batch;
     if (tiles > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 tiles");
     const int ctas = static_cast<int>(std::min<int64_t>(tiles, sm_count(d, what)));
@@ -518,7 +520,7 @@ class FlexAttentionCuda {
     // The block-state kernel zeroed the counter where there is a block mask (kernel_params).
     if (x.tile_state == nullptr) check_cuda(cudaMemsetAsync(p.tile_counter, 0, sizeof(int32_t), stream(e)), what);
     set_smem(m.kernel, m.smem, d, what);
-    void* args[] = {&p, &maps.q, &maps.k, &maps.v, const_cast<attnrt_flex::KernelParams*>(&x), &band};
+    void* args[] = {&p, &maps.q, &maps.k, &maps.v, &maps.out, const_cast<attnrt_flex::KernelParams*>(&x), &band};
     // After the block-state kernel (or, the second of the choice's pair, after the first), a
     // dependent launch, which hides the launch between the two (the first forward does not
     // release the second early, so that one starts as the first ends).

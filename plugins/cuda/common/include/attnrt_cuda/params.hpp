@@ -46,6 +46,10 @@ struct AttentionParams {
   const int32_t* block_table = nullptr;
   int64_t block_table_stride = 0;
   int32_t page_size = 0;
+  // flash_attention_3's forward: O leaves by TMA stores through the launch's O map (1), where
+  // the call has one (not packed: a box would cross into the next sequence's rows), else by
+  // every consumer thread's stores (0).
+  int32_t o_by_tma = 0;
 };
 
 }  // namespace attnrt::cuda

@@ -49,16 +49,24 @@ struct SoftcapScores {
 
   // Raw q.k -> logit in the log2 domain of the kernels' exp2.
   __device__ __forceinline__ float log2(float raw, int /*i*/, int /*j*/) const {
-    if constexpr (kCap) return p.softcap * kLog2e * tanhf(raw * (p.softmax_scale / p.softcap));
+    if constexpr (kCap) return p.softcap * kLog2e * tanhf(raw * scale_over_cap());
     return raw * (p.softmax_scale * kLog2e);
   }
   // d(logit)/d(raw) / softmax_scale, the factor dS takes on its way to dQ and dK: 1 - tanh^2
   // with softcap, else 1.
   __device__ __forceinline__ float grad(float raw, int /*i*/, int /*j*/) const {
     if constexpr (!kCap) return 1.0f;
-    const float t = tanhf(raw * (p.softmax_scale / p.softcap));
+    const float t = tanhf(raw * scale_over_cap());
     return 1.0f - t * t;
   }
+
+ private:
+  // softmax_scale / softcap, within 2 ulp (the fast division: no slow-path call). The kernels
+  // pick kCap per tile, so the compiler hoists this out of their tile loops and computes it in
+  // every call, softcap 0 included, where IEEE division took its slow path: a call into code
+  // that is cold once per consumer warp (flash_attention_3's forward: 2.5% of its stall samples
+  // in that routine, bench/results/flex-fixed-cost-2026-11-27 call 3).
+  __device__ __forceinline__ float scale_over_cap() const { return __fdividef(p.softmax_scale, p.softcap); }
 };
 
 // What a policy needs besides AttentionParams, passed to the kernel as its second parameter (a

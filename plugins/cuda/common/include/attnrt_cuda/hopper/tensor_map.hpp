@@ -73,6 +73,18 @@ struct CallLayout {
                   int box_rows, int map_batch = -1) const {
     return make_tensor_map(name, t, bf16, rows, heads, map_batch < 0 ? batch : map_batch, hd, box_rows, p.q.data);
   }
+  // The forward's O map, boxes of 64 rows (a consumer warpgroup's), into `map`; false where O
+  // cannot leave by TMA stores: a packed (varlen) call, whose boxes would cross into the next
+  // sequence's rows, or an output layout the encoder refuses (the kernel's own stores take it).
+  bool out_map(const AttentionParams& p, int hd, CUtensorMap* map) const {
+    if (p.cu_seqlens_q != nullptr || p.out.data == nullptr) return false;
+    try {
+      *map = make_tensor_map("out", p.out, bf16, q_rows, p.heads_q, batch, hd, 64, p.q.data);
+    } catch (const sdk::Error&) {
+      return false;
+    }
+    return true;
+  }
 };
 
 inline CallLayout call_layout(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k) {

@@ -26,6 +26,17 @@ __device__ __forceinline__ void tma_load_4d(const CUtensorMap* map, uint64_t* ba
       : "memory");
 }
 
+// TMA store of one 4-D box from shared memory (cp.async.bulk.tensor, sm_90), tracked by the
+// issuing thread's bulk groups (bulk_commit, bulk_wait_read below). Elements outside the tensor
+// (rows past its last token, columns past its head_dim) are not written. The writes of `src`
+// must be made visible to the async proxy first (fence.proxy.async.shared::cta).
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(static_cast<uint32_t>(__cvta_generic_to_shared(src))), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
 // The kernel's shared storage at the first 1024-byte boundary of the dynamic shared memory `raw`
 // (TMA's 128-byte swizzle wants its tiles 1024-byte aligned; launches add 1 KB for it). Formed as
 // an offset from `raw`, so that the compiler still knows the storage lives in shared memory: the
