@@ -599,8 +599,10 @@ class FlexAttentionCuda {
     const int threads = kStateThreads;
     int64_t warps = int64_t(batch) * heads * q_blocks;
     if (walks) warps += int64_t(batch) * heads * (ceil_div(seqlen_q, 128) + ceil_div(seqlen_q, 192));
+    // On sm_90, a programmatic dependent of the kernel before it (attnrt_flex_block_states waits
+    // for that kernel first).
     launch(m.block_states, dim3(static_cast<unsigned>(ceil_div(warps * 32, int64_t(threads)))), threads, 0, args, e,
-           "flex_attention block mask");
+           "flex_attention block mask", d.cuda_arch >= 90);
     return x;
   }
 

@@ -116,6 +116,12 @@ extern "C" __global__ void __launch_bounds__(ATTNRT_FLEX_STATE_THREADS)
                              attnrt_flex::List partial, attnrt_flex::List full, int has_full, int* counter,
                              unsigned long long* walks, int q_block, int seqlen_q, int block_steps) {
 #if __CUDA_ARCH__ >= 900
+  // On sm_90 this kernel is itself a programmatic dependent of the kernel before it on the stream
+  // (kernel_params in flex_cuda_plugin.cpp), so that its launch overlaps that kernel's end: it
+  // reads and writes nothing before that kernel has completed and flushed (the kernel before may
+  // be the last call's forward, which reads the states this overwrites, or one that writes the
+  // lists). A no-op in a launch without the attribute.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   // The Hopper forward that follows may start its CTAs now (it waits for this grid's completion
   // before its first read of what this writes: griddepcontrol.wait, hopper_forward.cu.in).
   asm volatile("griddepcontrol.launch_dependents;");
