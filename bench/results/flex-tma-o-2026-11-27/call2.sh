@@ -29,7 +29,7 @@ run flex_causal128 'attnrt_flex_hopper_forward' 20 128
 run fa3_causal128 'fa3::forward_kernel' 10 128
 rm -f $O/*.ncu-rep
 for f in flex_causal64 fa3_causal64 flex_causal128 fa3_causal128; do
-  python3 ../bench/results/flex-tma-o-2026-11-27/sass_hot.py $O/sass_$f.csv.gz 8 2>&1 | cut -c1-150
+  python3 ../bench/results/flex-fixed-cost-2026-11-27/sass_hot.py $O/sass_$f.csv.gz 8 2>&1 | cut -c1-150
 done
 for r in 1 2 3; do
   for rows in 192 128; do
@@ -37,4 +37,4 @@ for r in 1 2 3; do
       --backward 0 --reps 20 --csv $O/rows${rows}_hd64_$r.csv > $O/rows${rows}_hd64_$r.txt 2>&1
   done
 done
-python3 ../bench/results/flex-tma-o-2026-11-27/table.py $O 2048 2>/dev/null || true
+python3 ../bench/results/flex-lists-2026-11-27/table.py $O 2048 2>/dev/null || true

@@ -30,7 +30,7 @@ for r in 1 2 3; do
   done
   echo "== round $r ($SECONDS s)"
 done
-T=../bench/results/flex-tma-o-2026-11-27/table.py
+T=../bench/results/flex-lists-2026-11-27/table.py
 python3 $T $O 2048 2>/dev/null || true
 python3 $T $O 8192 2>/dev/null || true
 FLEX='Mods/FlexGpu.*:FlexGpuRefusals.*:FlexGpuBlockMask.*'
