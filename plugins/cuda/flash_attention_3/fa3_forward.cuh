@@ -344,16 +344,19 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
               const int r0 = tl.m0 + 64 * w;
               seen[w] = r0 < seq.q_len ? pol.key_blocks(r0, 64, BN) : BlockRange{0, 0};
             }
+            static_assert(C::kConsumers <= Policy::kMaxGroups, "a state row per consumer warpgroup");
+            const typename Policy::TileStates rows = pol.tile_states(tl.h, tl.m0, C::kConsumers, BN);
             int n = 0;
 #pragma unroll 4
             for (int base = 0; base < n_blocks; base += 32) {
               const int nb = keys.hi - 1 - base - lane;
               unsigned states = 0;
               if (base + lane < n_blocks) {
+                const int column = pol.state_column(rows, nb);
 #pragma unroll
                 for (int w = 0; w < C::kConsumers; ++w) {
                   if (nb >= seen[w].lo && nb < seen[w].hi) {
-                    states |= static_cast<unsigned>(pol.block_state(tl.h, tl.m0 + 64 * w, nb * BN)) << (2 * w);
+                    states |= static_cast<unsigned>(pol.state_at(rows, w, column)) << (2 * w);
                   }
                 }
               }
@@ -517,17 +520,30 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // interleave: rolled, its dependent index, compare and branch per column were the hottest
     // instructions of a sliding window's forward, which ran 1.19-1.29x faster unrolled (H100,
     // bench/results/flex-short-walks-2026-11-26).
+    // The walk's entry is read once a step, here, and its first key kept for the softmax: read
+    // again there, after the product's wait, its load's latency was exposed (stall samples,
+    // bench/results/flex-tma-o-2026-11-27 call 2).
     static_assert(BN / 4 <= 32, "a row's keys of this thread fit one word");
     constexpr uint32_t kAllKeys = BN / 4 == 32 ? ~0u : (1u << (BN / 4)) - 1;
     uint32_t seen[2] = {kAllKeys, kAllKeys};
+    int step_n0 = 0;           // block-sparse: the first key of the step keys_seen read last,
+    bool step_masked = false;  // and whether its scores are masked (seen)
     auto keys_seen = [&](int it) {
       if constexpr (kSparse) {
-        const int state = walk_state(walk[it], cw), n0 = block_of(it) * BN;
+        const int entry = walk[it];
+        const int state = walk_state(entry, cw), n0 = walk_block(entry) * BN;
+        step_n0 = n0;
         const bool partial = state == Policy::kPartial && pol.element_mask();
+        // Both rows' predicates under one branch, and whether the softmax masks (kept here, where
+        // the state is a warp's, so that its branch is the warp's too): a full block, most of a
+        // walk, passes both without a taken branch or a reconvergence point (the branches' targets
+        // and the masking's reconvergence were the step loop's most sampled instruction fetches:
+        // bench/results/flex-walk-2026-11-27).
+        step_masked = state == Policy::kSkip || partial;
+        seen[0] = seen[1] = state == Policy::kSkip ? 0u : kAllKeys;
+        if (partial) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          seen[r] = state == Policy::kSkip ? 0u : kAllKeys;
-          if (partial) {
+          for (int r = 0; r < 2; ++r) {
             const int i = m0 + row_in_block + 8 * r;
             uint32_t bits = 0;
 #pragma unroll
@@ -544,7 +560,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
     // alpha that rescales what was accumulated (applied by the caller once the P V product in
     // flight is done), P = exp2(s * c - max * c) in place, and the row sums.
     auto softmax = [&](int it) {
-      const int n0 = block_of(it) * BN;
+      const int n0 = kSparse ? step_n0 : block_of(it) * BN;
       if (!fold) {
         pol.with_scores(h, [&](const auto& scores) {
 #pragma unroll
@@ -558,7 +574,7 @@ __device__ __forceinline__ void forward_body(const AttentionParams& p, const CUt
         });
       }
       if constexpr (kSparse) {
-        if ((seen[0] & seen[1]) != kAllKeys) {
+        if (step_masked) {
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
 #pragma unroll

@@ -57,6 +57,39 @@ class FlexHopperScores : public StandardScores {
     const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m0 / x_.q_block;
     return kb < x_.k_blocks ? x_.tile_state[row * x_.k_blocks + kb] : kSkip;
   }
+  // The forward's walk (fa3_forward.cuh) reads a tile's states through these: tile_states once
+  // a tile (query rows m0 .. of head h, `groups` consumer warpgroups of 64 rows), state_column
+  // once a key block nb of the kernel's `bn` keys, then state_at per warpgroup w: one load, as
+  // block_state without its two divisions by the block sizes and its 64-bit row index at every
+  // block and warpgroup, whose registers the scheduling warp's 32 spilled at 192 rows (100
+  // bytes; ptxas).
+  static constexpr int kMaxGroups = 3;
+  struct TileStates {
+    const unsigned char* row;  // the states' row of the block that holds row m0; NULL: no block mask
+    int below[kMaxGroups];     // each warpgroup's row, in elements past `row`
+    int steps;                 // the kernel's key blocks per block of the mask (a whole number)
+  };
+  __device__ __forceinline__ TileStates tile_states(int h, int m0, int groups, int bn) const {
+    TileStates t{nullptr, {0, 0, 0}, 1};
+    if (x_.tile_state == nullptr) return t;
+    const int bb = x_.state_batch == 1 ? 0 : b_, hh = x_.state_heads == 1 ? 0 : h;
+    const int m = m0 / x_.q_block;
+    const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m;
+    t.row = x_.tile_state + row * x_.k_blocks;
+    for (int w = 1; w < groups && w < kMaxGroups; ++w) t.below[w] = ((m0 + 64 * w) / x_.q_block - m) * x_.k_blocks;
+    t.steps = x_.kv_block / bn;
+    return t;
+  }
+  // The column of key block nb in the states' rows; -1 past them.
+  __device__ __forceinline__ int state_column(const TileStates& t, int nb) const {
+    const int kb = t.steps == 1 ? nb : nb / t.steps;
+    return kb < x_.k_blocks ? kb : -1;
+  }
+  // (The states are written before the forward and only read in it: the read-only path.)
+  __device__ __forceinline__ int state_at(const TileStates& t, int w, int column) const {
+    if (t.row == nullptr) return kPartial;
+    return column < 0 ? kSkip : __ldg(t.row + t.below[w] + column);
+  }
   // Whether partial blocks ask mask_mod (a call without one computes them whole).
   __device__ __forceinline__ bool element_mask() const { return x_.has_mask_mod != 0; }
   // The backward's tile of query head h at rows m0.. and keys n0.. (inside one block).
