@@ -488,18 +488,20 @@ class FlexAttentionCuda {
   }
 
   // q, k, v (and dout, in a backward) as TMA maps of boxes of `q_rows` queries and `k_rows` keys;
-  // the forward's out, where it has one (CallLayout::out_map), of boxes of 64 rows.
+  // with `o_by_tma`, the forward's out, where it has one (CallLayout::out_map: *o_by_tma 1, else
+  // 0), of boxes of 64 rows.
   struct Maps {
     CUtensorMap q, k, v, dout, out;
   };
   static Maps tensor_maps(const attnrt_attention_desc& d, const DLTensor* q, const DLTensor* k,
-                          const cuda::AttentionParams& p, int q_rows, int k_rows) {
+                          const cuda::AttentionParams& p, int q_rows, int k_rows, int32_t* o_by_tma = nullptr) {
     const cuda::hopper::CallLayout l = cuda::hopper::call_layout(d, q, k);
     Maps m;
     m.q = l.map("q", p.q, p, l.q_rows, p.heads_q, d.head_dim, q_rows);
     m.k = l.map("k", p.k, p, l.k_rows, p.heads_kv, d.head_dim, k_rows);
     m.v = l.map("v", p.v, p, l.k_rows, p.heads_kv, d.head_dim, k_rows);
     if (p.dout.data) m.dout = l.map("dout", p.dout, p, l.q_rows, p.heads_q, d.head_dim, q_rows);
+    if (o_by_tma) *o_by_tma = l.out_map(p, d.head_dim, &m.out) ? 1 : 0;
     return m;
   }
 
@@ -511,8 +513,7 @@ class FlexAttentionCuda {
     const char* what = "flex_attention forward (Hopper)";
     cuda::AttentionParams p = cuda::make_params(d, a, kRowAlignment);
     p.tile_counter = static_cast<int32_t*>(e.workspace);
-    Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn);
-    p.o_by_tma = cuda::hopper::call_layout(d, a.q, a.k).out_map(p, d.head_dim, &maps.out) ? 1 : 0;
+    Maps maps = tensor_maps(d, a.q, a.k, p, m.bm, m.bn, &p.o_by_tma);
     const int64_t tiles = int64_t(ceil_div(p.seqlen_q, m.bm)) * p.heads_q * p.batch;
     if (tiles > INT32_MAX) throw sdk::Error(ATTNRT_ERROR_UNSUPPORTED, std::string(what) + ": over 2^31 tiles");
     const int ctas = static_cast<int>(std::min<int64_t>(tiles, sm_count(d, what)));

@@ -52,10 +52,8 @@ class FlexHopperScores : public StandardScores {
   // kernel's key blocks): partial everywhere without a block mask.
   __device__ __forceinline__ int block_state(int h, int m0, int n0) const {
     if (x_.tile_state == nullptr) return kPartial;
-    const int bb = x_.state_batch == 1 ? 0 : b_, hh = x_.state_heads == 1 ? 0 : h;
     const int kb = n0 / x_.kv_block;
-    const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m0 / x_.q_block;
-    return kb < x_.k_blocks ? x_.tile_state[row * x_.k_blocks + kb] : kSkip;
+    return kb < x_.k_blocks ? state_row(h, m0)[kb] : kSkip;
   }
   // The forward's walk (fa3_forward.cuh) reads a tile's states through these: tile_states once
   // a tile (query rows m0 .. of head h, `groups` consumer warpgroups of 64 rows), state_column
@@ -72,10 +70,8 @@ class FlexHopperScores : public StandardScores {
   __device__ __forceinline__ TileStates tile_states(int h, int m0, int groups, int bn) const {
     TileStates t{nullptr, {0, 0, 0}, 1};
     if (x_.tile_state == nullptr) return t;
-    const int bb = x_.state_batch == 1 ? 0 : b_, hh = x_.state_heads == 1 ? 0 : h;
     const int m = m0 / x_.q_block;
-    const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m;
-    t.row = x_.tile_state + row * x_.k_blocks;
+    t.row = state_row(h, m0);
     for (int w = 1; w < groups && w < kMaxGroups; ++w) t.below[w] = ((m0 + 64 * w) / x_.q_block - m) * x_.k_blocks;
     t.steps = x_.kv_block / bn;
     return t;
@@ -125,6 +121,13 @@ class FlexHopperScores : public StandardScores {
   }
 
  private:
+  // The states' row of the block-mask block that holds query row m0 of head h (tile_state set).
+  __device__ __forceinline__ const unsigned char* state_row(int h, int m0) const {
+    const int bb = x_.state_batch == 1 ? 0 : b_, hh = x_.state_heads == 1 ? 0 : h;
+    const long long row = (static_cast<long long>(bb) * x_.state_heads + hh) * x_.q_blocks + m0 / x_.q_block;
+    return x_.tile_state + row * x_.k_blocks;
+  }
+
   const Params& x_;
   int b_;
 };
